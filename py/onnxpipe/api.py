@@ -1,0 +1,220 @@
+"""The public API: ``load`` a bundle, then ``generate`` / ``stream`` / ``chat``.
+
+Layers (mlx-lm style): ``loops.token_steps`` yields ids -> ``stream`` yields events with text
+deltas and a ``finish_reason`` -> ``generate`` collects the whole result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterator
+
+from .config.load import load_config
+from .engine.build import assemble, structure
+from .errors import InputError
+from .loops import LOOPS, Timing
+from .search import options as search_options
+from .search.detokenize import IncrementalDetokenizer
+from .search.sampler import Sampler
+from .search.stopping import StopStrings, stop_ids
+
+
+@dataclass
+class StreamEvent:
+    text: str                      # new text since the previous event (never broken UTF-8)
+    token_ids: list[int]           # ids generated since the previous event
+    finish_reason: str | None = None   # "stop" | "length" on the last event
+
+
+@dataclass
+class GenerationResult:
+    tokens: list[int]              # new token ids only (a final stop id included)
+    text: str
+    finish_reason: str | None
+    prompt_tokens: int = 0
+    prefill_ms: float = 0.0
+    decode_tokens_per_s: float = 0.0
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {"tokens": self.tokens, "text": self.text, "finish_reason": self.finish_reason,
+                "prompt_tokens": self.prompt_tokens, "prefill_ms": round(self.prefill_ms, 3),
+                "decode_tokens_per_s": round(self.decode_tokens_per_s, 3)}
+
+
+def _default_backend():
+    from .backends.native import NativeBackend
+
+    return NativeBackend()
+
+
+def load(path, providers=None, backend=None, text=True) -> "Pipeline":
+    config = load_config(path)
+    return Pipeline(config, backend or _default_backend(), providers, text)
+
+
+class Pipeline:
+    """A loaded bundle: sessions open, state empty, ready to generate."""
+
+    def __init__(self, config, backend, providers=None, text=True):
+        self.config = config
+        self.spec = config.spec
+        self.backend = backend
+        assembly = assemble(config, backend, providers)
+        self.sessions = assembly.sessions
+        self.executor = assembly.executor
+        self.warnings = assembly.warnings
+        self.structure = structure(self.spec)
+        self.defaults = search_options.defaults_from(self.spec.generation)
+        self.history: list[int] = []     # ids the state holds (a chat continues from here)
+        self.text = self._load_text() if text else None
+
+    def _load_text(self):
+        from .text import load_text_processor
+
+        spec = self.spec.preprocessing.text
+        try:
+            return load_text_processor(self.config.bundle_dir, spec)
+        except Exception:
+            if spec is not None:
+                raise
+            return None   # no tokenizer declared or found: ids in, ids out
+
+    # ---- helpers ---------------------------------------------------------------------------
+
+    def _logits_info(self):
+        session, name = self.executor.plan.pipeline_outputs["logits"]
+        return self.sessions[session].outputs[name], self.sessions[session].provider
+
+    def _eos(self) -> tuple[int, ...]:
+        eos = tuple(self.spec.tokens.eos)
+        if not eos and self.text is not None:
+            eos = tuple(getattr(self.text, "eos_token_ids", ()) or ())
+        return eos
+
+    def _prompt_ids(self, prompt, input_ids) -> list[int]:
+        if (prompt is None) == (input_ids is None):
+            raise InputError("give exactly one of prompt= (text) or input_ids= (token ids)")
+        if input_ids is not None:
+            ids = [int(i) for i in input_ids]
+        else:
+            if not isinstance(prompt, str):
+                raise InputError(f"prompt: expected a string, found {type(prompt).__name__}")
+            ids = self._tokenizer().encode(prompt, add_special_tokens=True) if prompt else []
+        if not ids:
+            raise InputError("empty prompt: nothing to generate from")
+        return ids
+
+    def _tokenizer(self):
+        if self.text is None:
+            raise InputError(f"this bundle has no tokenizer ({self.config.bundle_dir}); pass input_ids=")
+        return self.text
+
+    def _check_length(self, total: int, opts) -> None:
+        if total >= opts.max_length:
+            raise InputError(f"prompt is {total} tokens but the context holds {opts.max_length} "
+                             f"(generation.max_length); shorten it or start a new chat")
+
+    def reset(self) -> None:
+        """Forget the conversation: empty state."""
+        self.executor.reset()
+        self.history = []
+
+    # ---- generation --------------------------------------------------------------------------
+
+    def stream(self, prompt=None, input_ids=None, max_new_tokens=None, **search) -> Iterator[StreamEvent]:
+        """Generate from a fresh state, yielding text deltas as they become complete."""
+        ids = self._prompt_ids(prompt, input_ids)
+        opts = search_options.resolve(self.defaults, dict(search, max_new_tokens=max_new_tokens))
+        self._check_length(len(ids), opts)
+        self.reset()
+        return self._stream(ids, opts, Timing())
+
+    def _stream(self, new_ids: list[int], opts, timing: Timing) -> Iterator[StreamEvent]:
+        if self.spec.generation.loop != "autoregressive":
+            raise InputError(f'this bundle\'s loop is "{self.spec.generation.loop}"; generate() needs '
+                             f'"autoregressive"')
+        info, provider = self._logits_info()
+        sampler = Sampler(self.backend, provider, opts, info)
+        steps = LOOPS["autoregressive"](self.executor, sampler, self.history, new_ids, opts,
+                                        stop_ids(opts, self._eos()), timing)
+        special = frozenset(self._eos()) | frozenset(getattr(self.text, "special_token_ids", ()) or ())
+        detok = (IncrementalDetokenizer(lambda t: self.text.decode(t, skip_special_tokens=True))
+                 if self.text is not None else None)
+        stops = StopStrings(opts.stop_strings if detok else ())
+        pending: list[int] = []
+        for token, finish in steps:
+            pending.append(token)
+            delta = detok.push(token) if detok and token not in special else ""
+            if finish and detok:
+                delta += detok.flush()
+            text, hit = stops.push(delta)
+            if hit:
+                finish = "stop"
+            if finish:
+                text += stops.flush() if not hit else ""
+                yield StreamEvent(text, pending, finish)
+                steps.close()
+                return
+            if text or pending:
+                yield StreamEvent(text, pending)
+                pending = []
+
+    def generate(self, prompt=None, input_ids=None, max_new_tokens=None, **search) -> GenerationResult:
+        """The whole result of ``stream``: new token ids, text, finish reason and timings."""
+        ids = self._prompt_ids(prompt, input_ids)
+        opts = search_options.resolve(self.defaults, dict(search, max_new_tokens=max_new_tokens))
+        self._check_length(len(ids), opts)
+        self.reset()
+        return self._collect(ids, len(ids), opts)
+
+    def _collect(self, new_ids, prompt_len, opts) -> GenerationResult:
+        timing = Timing()
+        tokens, parts, finish = [], [], None
+        for event in self._stream(new_ids, opts, timing):
+            tokens.extend(event.token_ids)
+            parts.append(event.text)
+            finish = event.finish_reason
+        return GenerationResult(tokens, "".join(parts), finish, prompt_len, timing.prefill_ms,
+                                timing.decode_tokens_per_s, list(self.warnings))
+
+    # ---- chat --------------------------------------------------------------------------------
+
+    def chat_prompt_ids(self, messages: list[dict]) -> list[int]:
+        text = self._tokenizer()
+        if not messages:
+            raise InputError("chat: messages is empty")
+        for i, m in enumerate(messages):
+            if not isinstance(m, dict) or "role" not in m or "content" not in m:
+                raise InputError(f"chat: messages[{i}] must be an object with role and content")
+        prompt = text.apply_chat_template(messages, add_generation_prompt=True)
+        return text.encode(prompt, add_special_tokens=False)
+
+    def chat_stream(self, messages: list[dict], max_new_tokens=None, **search) -> Iterator[StreamEvent]:
+        """Continue the conversation: only tokens the state hasn't seen are run."""
+        ids = self.chat_prompt_ids(messages)
+        opts = search_options.resolve(self.defaults, dict(search, max_new_tokens=max_new_tokens))
+        self._check_length(len(ids), opts)
+        new_ids = self._continue_from(ids)
+        return self._stream(new_ids, opts, Timing())
+
+    def chat(self, messages: list[dict], max_new_tokens=None, **search) -> GenerationResult:
+        ids = self.chat_prompt_ids(messages)
+        opts = search_options.resolve(self.defaults, dict(search, max_new_tokens=max_new_tokens))
+        self._check_length(len(ids), opts)
+        new_ids = self._continue_from(ids)
+        return self._collect(new_ids, len(ids), opts)
+
+    def _continue_from(self, ids: list[int]) -> list[int]:
+        """Rewind the state to the longest prefix it shares with ``ids``; return the rest."""
+        keep = 0
+        for a, b in zip(self.history, ids):
+            if a != b:
+                break
+            keep += 1
+        keep = min(keep, len(ids) - 1)   # always run at least one token
+        if keep == 0 or not self.executor.rewind(keep):
+            self.reset()
+            return ids
+        del self.history[keep:]
+        return ids[keep:]

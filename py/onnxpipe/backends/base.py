@@ -1,0 +1,52 @@
+"""The Backend protocol: everything the runtime asks of an inference engine.
+
+Tensors live in the engine; Python holds opaque handles. Small values (one token id, a few
+position ids) cross as Python lists; large ones (logits, KV cache) never do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol, Sequence
+
+Tensor = Any  # an engine-owned handle (onnxruntime.OrtValue natively, ort.Tensor in the browser)
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    name: str
+    dtype: str                       # "float32", "float16", "int64", ...
+    shape: tuple[int | str | None, ...]  # ints for fixed dims, names (or None) for symbolic ones
+
+
+class Session(Protocol):
+    name: str
+    provider: str                       # the execution provider it actually got
+    inputs: dict[str, TensorInfo]
+    outputs: dict[str, TensorInfo]
+
+
+class Backend(Protocol):
+    name: str
+    providers: tuple[str, ...]          # providers this engine offers, best first
+
+    def open_session(self, name: str, path: str, providers: Sequence[str],
+                     options: dict[str, Any]) -> Session: ...
+
+    def open_graph(self, model: bytes, provider: str) -> Session:
+        """A runtime-owned graph (sampler, cache ops) on ``provider``; cached by content."""
+
+    def tensor(self, values: Sequence[int] | Sequence[float], dtype: str,
+               shape: Sequence[int]) -> Tensor: ...
+
+    def full(self, dtype: str, shape: Sequence[int], value: float | int) -> Tensor: ...
+
+    def run(self, session: Session, feeds: dict[str, Tensor], outputs: Sequence[str],
+            bound: dict[str, Tensor] | None = None) -> dict[str, Tensor]:
+        """Run; ``bound`` maps output names to preallocated tensors written in place."""
+
+    def to_list(self, tensor: Tensor) -> list: ...
+
+    def shape(self, tensor: Tensor) -> tuple[int, ...]: ...
+
+    def dispose(self, tensor: Tensor) -> None: ...

@@ -1,0 +1,147 @@
+"""onnxruntime (CPython) backend. The only runtime module that imports numpy."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+import onnxruntime as ort
+
+from ..errors import ConfigError, EngineError
+from .base import TensorInfo
+
+# pipeline.json provider names -> onnxruntime's
+PROVIDER_NAMES = {
+    "cpu": "CPUExecutionProvider",
+    "cuda": "CUDAExecutionProvider",
+    "dml": "DmlExecutionProvider",
+    "coreml": "CoreMLExecutionProvider",
+    "openvino": "OpenVINOExecutionProvider",
+    "qnn": "QNNExecutionProvider",
+    "webgpu": "WebGpuExecutionProvider",
+}
+_ORT_TYPES = {
+    "tensor(float)": "float32", "tensor(float16)": "float16", "tensor(double)": "float64",
+    "tensor(int64)": "int64", "tensor(int32)": "int32", "tensor(int8)": "int8",
+    "tensor(uint8)": "uint8", "tensor(bool)": "bool",
+}
+_NP = {"float32": np.float32, "float16": np.float16, "float64": np.float64, "int64": np.int64,
+       "int32": np.int32, "int8": np.int8, "uint8": np.uint8, "bool": np.bool_}
+
+
+@dataclass(eq=False)
+class NativeSession:
+    name: str
+    provider: str
+    inputs: dict[str, TensorInfo]
+    outputs: dict[str, TensorInfo]
+    ort_session: ort.InferenceSession
+    binding: Any = field(default=None, repr=False)
+
+
+def _infos(args) -> dict[str, TensorInfo]:
+    return {a.name: TensorInfo(a.name, _ORT_TYPES.get(a.type, a.type),
+                               tuple(d if isinstance(d, int) else (d or None) for d in a.shape))
+            for a in args}
+
+
+class NativeBackend:
+    """Runs sessions with onnxruntime; tensors are OrtValues."""
+
+    name = "native"
+
+    def __init__(self, threads: int | None = None):
+        available = set(ort.get_available_providers())
+        self.providers = tuple(k for k, v in PROVIDER_NAMES.items() if v in available)
+        self.threads = threads
+        self._graphs: dict[tuple[str, str], NativeSession] = {}
+
+    # ---- sessions ----------------------------------------------------------------------
+
+    def session_options(self, options: dict[str, Any], where: str = "session_options"):
+        so = ort.SessionOptions()
+        if self.threads:
+            so.intra_op_num_threads = self.threads
+        for key, value in options.items():
+            if key == "provider_options":
+                continue
+            if not hasattr(so, key) or key.startswith("_"):
+                valid = sorted(k for k in dir(so) if not k.startswith("_") and not callable(getattr(so, k)))
+                raise ConfigError(f'unknown session option "{key}". Valid: {", ".join(valid)}',
+                                  path=f"{where}.{key}")
+            if key == "graph_optimization_level" and isinstance(value, str):
+                value = getattr(ort.GraphOptimizationLevel, value)
+            setattr(so, key, value)
+        return so
+
+    def open_session(self, name: str, path: str, providers: Sequence[str],
+                     options: dict[str, Any]) -> NativeSession:
+        ort_providers = [PROVIDER_NAMES[p] for p in providers if p in self.providers]
+        if not ort_providers:
+            ort_providers = ["CPUExecutionProvider"]
+        try:
+            sess = ort.InferenceSession(path, self.session_options(options, f"sessions.{name}.session_options"),
+                                        providers=ort_providers)
+        except ConfigError:
+            raise
+        except Exception as exc:  # onnxruntime raises its own Fail/InvalidGraph classes
+            raise EngineError(f'session "{name}": onnxruntime could not open {path}: {exc}') from None
+        got = sess.get_providers()[0]
+        provider = next((k for k, v in PROVIDER_NAMES.items() if v == got), got)
+        return NativeSession(name, provider, _infos(sess.get_inputs()), _infos(sess.get_outputs()), sess)
+
+    def open_graph(self, model: bytes, provider: str = "cpu") -> NativeSession:
+        key = (hashlib.sha1(model).hexdigest(), provider)
+        if key not in self._graphs:
+            so = ort.SessionOptions()
+            so.intra_op_num_threads = 1  # tiny graphs: threads cost more than they save
+            sess = ort.InferenceSession(model, so, providers=[PROVIDER_NAMES.get(provider, "CPUExecutionProvider")])
+            self._graphs[key] = NativeSession("graph", provider, _infos(sess.get_inputs()),
+                                              _infos(sess.get_outputs()), sess)
+        return self._graphs[key]
+
+    # ---- tensors -----------------------------------------------------------------------
+
+    def tensor(self, values, dtype: str, shape: Sequence[int]):
+        return ort.OrtValue.ortvalue_from_numpy(np.asarray(values, dtype=_NP[dtype]).reshape(shape))
+
+    def full(self, dtype: str, shape: Sequence[int], value):
+        return ort.OrtValue.ortvalue_from_numpy(np.full(tuple(shape), value, dtype=_NP[dtype]))
+
+    def to_list(self, tensor) -> list:
+        return tensor.numpy().reshape(-1).tolist()
+
+    def to_numpy(self, tensor):
+        """Native-only convenience for tests and tools."""
+        return tensor.numpy()
+
+    def shape(self, tensor) -> tuple[int, ...]:
+        return tuple(tensor.shape())
+
+    def dispose(self, tensor) -> None:
+        pass  # OrtValues are freed when the last reference goes
+
+    # ---- running -----------------------------------------------------------------------
+
+    def run(self, session: NativeSession, feeds: dict, outputs: Sequence[str], bound: dict | None = None):
+        try:
+            if not bound:
+                values = session.ort_session.run_with_ort_values(list(outputs), feeds)
+                return dict(zip(outputs, values))
+            binding = session.binding
+            if binding is None:
+                binding = session.binding = session.ort_session.io_binding()
+            for name, value in feeds.items():
+                binding.bind_ortvalue_input(name, value)
+            for name in outputs:
+                if name in bound:
+                    binding.bind_ortvalue_output(name, bound[name])
+                else:
+                    binding.bind_output(name, "cpu")
+            session.ort_session.run_with_iobinding(binding)
+            values = binding.get_outputs()
+            return dict(zip(outputs, values))
+        except Exception as exc:
+            raise EngineError(f'session "{session.name}" failed to run: {exc}') from None

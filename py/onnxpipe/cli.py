@@ -1,0 +1,179 @@
+"""``onnxpipe run | chat | validate | inspect`` (also ``python -m onnxpipe``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from .errors import OnnxpipeError
+
+EXIT_CODES = {"config": 2, "bundle": 2, "input": 3, "engine": 4}
+
+
+def _ids(text: str) -> list[int]:
+    try:
+        return [int(x) for x in text.replace(" ", "").split(",") if x]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--input-ids: expected comma-separated integers, found {text!r}")
+
+
+def _search_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--max-new-tokens", type=int, default=None, help="new tokens at most")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--greedy", action="store_true", help="greedy decoding")
+    mode.add_argument("--sample", action="store_true", help="sample (temperature, top-k, top-p, min-p)")
+    p.add_argument("--temperature", type=float)
+    p.add_argument("--top-k", type=int)
+    p.add_argument("--top-p", type=float)
+    p.add_argument("--min-p", type=float)
+    p.add_argument("--repetition-penalty", type=float)
+    p.add_argument("--seed", type=int, help="random seed (same seed, same tokens)")
+    p.add_argument("--stop", action="append", default=None, help="stop string (repeatable)")
+    p.add_argument("--ignore-eos", action="store_true", help="keep going past end-of-sequence ids")
+    p.add_argument("--provider", action="append", default=None,
+                   help="execution provider (repeatable, in order of preference)")
+
+
+def _search_options(a) -> dict:
+    opts = {}
+    if a.greedy:
+        opts["do_sample"] = False
+    if a.sample:
+        opts["do_sample"] = True
+    for name in ("temperature", "top_k", "top_p", "min_p", "repetition_penalty"):
+        if getattr(a, name) is not None:
+            opts[name] = getattr(a, name)
+    if a.seed is not None:
+        opts["random_seed"] = a.seed
+    if a.stop:
+        opts["stop_strings"] = a.stop
+    if a.ignore_eos:
+        opts["ignore_eos"] = True
+    return opts
+
+
+def cmd_run(a) -> int:
+    from .api import load
+
+    given = [x for x in (a.input_ids, a.prompt, a.chat) if x is not None]
+    if len(given) != 1:
+        raise SystemExit("onnxpipe run: give exactly one of --input-ids, --prompt or --chat")
+    pipe = load(a.bundle, providers=a.provider)
+    for warning in pipe.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    opts = _search_options(a)
+    if a.chat is not None:
+        result = pipe.chat([{"role": "user", "content": a.chat}], max_new_tokens=a.max_new_tokens, **opts)
+    elif a.prompt is not None:
+        result = pipe.generate(prompt=a.prompt, max_new_tokens=a.max_new_tokens, **opts)
+    else:
+        result = pipe.generate(input_ids=a.input_ids, max_new_tokens=a.max_new_tokens, **opts)
+    if a.json:
+        print(json.dumps(result.to_dict(), ensure_ascii=False))
+    else:
+        print(result.text)
+        print(f"[{len(result.tokens)} tokens, {result.finish_reason}; prefill {result.prefill_ms:.1f} ms, "
+              f"decode {result.decode_tokens_per_s:.1f} tokens/s]", file=sys.stderr)
+    return 0
+
+
+def cmd_chat(a) -> int:
+    from .api import load
+
+    pipe = load(a.bundle, providers=a.provider)
+    for warning in pipe.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    opts = _search_options(a)
+    messages: list[dict] = []
+    if a.system:
+        messages.append({"role": "system", "content": a.system})
+    interactive = sys.stdin.isatty()
+    print("onnxpipe chat: type a message; /reset starts over, /quit or Ctrl-D leaves.", file=sys.stderr)
+    while True:
+        if interactive:
+            print("> ", end="", flush=True)
+        line = sys.stdin.readline()
+        if not line:
+            break
+        line = line.strip()
+        if not line:
+            continue
+        if line == "/quit":
+            break
+        if line == "/reset":
+            messages = messages[:1] if a.system else []
+            pipe.reset()
+            continue
+        messages.append({"role": "user", "content": line})
+        reply = []
+        try:
+            for event in pipe.chat_stream(messages, max_new_tokens=a.max_new_tokens, **opts):
+                print(event.text, end="", flush=True)
+                reply.append(event.text)
+        except KeyboardInterrupt:
+            print(" [stopped]", end="")
+        except OnnxpipeError as exc:
+            messages.pop()
+            print(f"error ({exc.kind}): {exc.message}", file=sys.stderr)
+            continue
+        print(flush=True)
+        messages.append({"role": "assistant", "content": "".join(reply)})
+    return 0
+
+
+def cmd_validate(a) -> int:
+    from .api import load
+
+    pipe = load(a.bundle, text=False)
+    print(f"{pipe.config.file}: ok ({pipe.structure}, {len(pipe.sessions)} session(s), "
+          f"loop {pipe.spec.generation.loop})")
+    for warning in pipe.warnings:
+        print(f"warning: {warning}")
+    return 0
+
+
+def cmd_inspect(a) -> int:
+    from .config import load_config
+    from .config.parse import to_json
+
+    print(json.dumps(to_json(load_config(a.bundle).spec), indent=2))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="onnxpipe", description="Run ONNX pipelines declared as data.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="generate once")
+    run.add_argument("bundle")
+    run.add_argument("--input-ids", type=_ids)
+    run.add_argument("--prompt")
+    run.add_argument("--chat", help="a user message, wrapped in the bundle's chat template")
+    run.add_argument("--json", action="store_true", help="print one JSON object")
+    _search_args(run)
+    run.set_defaults(func=cmd_run)
+    chat = sub.add_parser("chat", help="interactive streaming chat")
+    chat.add_argument("bundle")
+    chat.add_argument("--system", help="system prompt")
+    _search_args(chat)
+    chat.set_defaults(func=cmd_chat)
+    val = sub.add_parser("validate", help="load and check a bundle")
+    val.add_argument("bundle")
+    val.set_defaults(func=cmd_validate)
+    ins = sub.add_parser("inspect", help="print the resolved pipeline config")
+    ins.add_argument("bundle")
+    ins.set_defaults(func=cmd_inspect)
+    return parser
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except OnnxpipeError as exc:
+        print(f"onnxpipe {args.command}: error ({exc.kind}): {exc.message}", file=sys.stderr)
+        return EXIT_CODES.get(exc.kind, 1)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,107 @@
+"""onnxruntime-genai bundles (genai_config.json, "v1") translated to pipeline.json v2.
+
+Only decoder-only models are translated (a single ``model.decoder`` section). The output is a
+plain v2 document, so everything after this point treats both kinds of bundle alike.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import ConfigError
+
+FILE = "genai_config.json"
+# genai search keys we carry over as generation.sampling defaults (same names in v2).
+_SAMPLING_KEYS = ("do_sample", "temperature", "top_k", "top_p", "repetition_penalty",
+                  "num_beams", "no_repeat_ngram_size", "random_seed")
+_UNSUPPORTED_SECTIONS = ("encoder", "vision", "speech", "embedding")
+
+
+def _pattern(name: str) -> str:
+    return name.replace("%d", "{layer}")
+
+
+def _ids(value: Any) -> list[int]:
+    if value is None:
+        return []
+    return list(value) if isinstance(value, list) else [value]
+
+
+def translate(genai: dict[str, Any]) -> dict[str, Any]:
+    """A v2 pipeline document equivalent to onnxruntime-genai's ``genai_config.json``."""
+    model = genai.get("model")
+    if not isinstance(model, dict) or not isinstance(model.get("decoder"), dict):
+        raise ConfigError('expected a "model.decoder" section (a decoder-only model)', file=FILE,
+                          path="$.model.decoder")
+    present = [s for s in _UNSUPPORTED_SECTIONS if s in model]
+    if present:
+        raise ConfigError(f'model.{present[0]} sections are not translated yet; write a '
+                          f"pipeline.json v2 for this bundle instead", file=FILE,
+                          path=f"$.model.{present[0]}")
+    decoder = model["decoder"]
+    if "filename" not in decoder:
+        raise ConfigError('missing "filename"', file=FILE, path="$.model.decoder.filename")
+    inputs = decoder.get("inputs", {})
+    outputs = decoder.get("outputs", {})
+    search = genai.get("search", {})
+
+    session: dict[str, Any] = {"file": decoder["filename"]}
+    options = dict(decoder.get("session_options", {}))
+    providers = [next(iter(p)) for p in options.pop("provider_options", []) if p]
+    session["execution_provider"] = providers or ["cpu"]
+    options.pop("log_id", None)
+    if options:
+        session["session_options"] = options
+
+    dataflow = []
+    if inputs.get("input_ids", "input_ids") != "input_ids":
+        dataflow.append({"from": "inputs.input_ids", "to": f"decoder.{inputs['input_ids']}"})
+    if outputs.get("logits", "logits") != "logits":
+        dataflow.append({"from": f"decoder.{outputs['logits']}", "to": "outputs.logits"})
+
+    share = bool(search.get("past_present_share_buffer", False))
+    kv = {
+        "format": "shared_buffer" if share else "separate",
+        "past_key_pattern": _pattern(inputs.get("past_key_names", "past_key_values.%d.key")),
+        "past_value_pattern": _pattern(inputs.get("past_value_names", "past_key_values.%d.value")),
+        "present_key_pattern": _pattern(outputs.get("present_key_names", "present.%d.key")),
+        "present_value_pattern": _pattern(outputs.get("present_value_names", "present.%d.value")),
+    }
+    for key, name in (("num_heads", "num_key_value_heads"), ("head_size", "head_size")):
+        if isinstance(decoder.get(name), int):
+            kv[key] = decoder[name]
+    state: dict[str, Any] = {
+        "kv_cache": kv,
+        "position_ids": {"input_name": inputs.get("position_ids", "position_ids")},
+        "attention_mask": {"input_name": inputs.get("attention_mask", "attention_mask")},
+    }
+    sliding = decoder.get("sliding_window")
+    if isinstance(sliding, dict) and sliding.get("window_size"):
+        kv["sliding_window"] = {"window_size": sliding["window_size"],
+                                "layers": sliding.get("layers", [])}
+
+    sampling = {k: search[k] for k in _SAMPLING_KEYS if k in search}
+    generation = {"loop": "autoregressive", "sampling": sampling,
+                  "max_length": search.get("max_length", model.get("context_length", 2048)),
+                  "min_length": search.get("min_length", 0)}
+    tokens: dict[str, Any] = {"eos": _ids(model.get("eos_token_id"))}
+    for key, name in (("bos", "bos_token_id"), ("pad", "pad_token_id"),
+                      ("decoder_start", "decoder_start_token_id")):
+        value = model.get(name)
+        if isinstance(value, list):
+            value = value[0] if value else None
+        if value is not None:
+            tokens[key] = value
+    return {
+        "version": 2,
+        "pipeline": {
+            "sessions": {"decoder": session},
+            "flow": [{"run": "decoder", "when": "step"}],
+            "dataflow": dataflow,
+            "state": state,
+        },
+        "tokens": tokens,
+        "generation": generation,
+        "metadata": {"model_type": model.get("type"), "source": "genai_config.json (v1)",
+                     "vocab_size": model.get("vocab_size")},
+    }

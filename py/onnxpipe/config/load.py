@@ -1,0 +1,78 @@
+"""Find a bundle's config, resolve presets, parse and validate: one call, one PipelineSpec."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+
+from ..errors import BundleError, ConfigError, choices_text, nearest
+from . import genai_v1
+from .parse import parse_spec
+from .presets import PRESETS, apply_preset
+from .schema import PipelineSpec
+from .validate import validate_spec
+
+PIPELINE_FILE = "pipeline.json"
+
+
+@dataclass(frozen=True)
+class LoadedConfig:
+    spec: PipelineSpec
+    bundle_dir: str
+    file: str          # the file the spec came from (pipeline.json or genai_config.json)
+
+
+def read_json(path: str) -> object:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except OSError as exc:
+        raise BundleError(f"{path}: cannot read: {exc.strerror}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}",
+                          file=path) from None
+
+
+def resolve_document(document: object, file: str) -> PipelineSpec:
+    """Presets applied, then parsed into a PipelineSpec (no file checks)."""
+    if not isinstance(document, dict):
+        raise ConfigError(f"expected a JSON object at the top level, found {type(document).__name__}",
+                          file=file, path="$")
+    if "version" not in document:
+        raise ConfigError('missing "version": 2 (a folder with only genai_config.json is read as '
+                          "an onnxruntime-genai bundle)", file=file, path="$.version")
+    pipeline = document.get("pipeline")
+    preset = pipeline.get("extends") if isinstance(pipeline, dict) else None
+    if preset is not None:
+        if preset not in PRESETS:
+            hint = nearest(str(preset), PRESETS)
+            tip = f' Did you mean "{hint}"?' if hint else ""
+            raise ConfigError(f'Unknown pipeline preset "{preset}".{tip} Built-in presets: '
+                              f"{choices_text(PRESETS)}", file=file, path="$.pipeline.extends")
+        document = apply_preset(preset, document)
+    return parse_spec(PipelineSpec, document, file)
+
+
+def load_config(path: str) -> LoadedConfig:
+    """Read the bundle at ``path`` (a folder, or its pipeline.json / genai_config.json)."""
+    path = os.fspath(path)
+    if os.path.isfile(path):
+        bundle_dir, name = os.path.dirname(os.path.abspath(path)), os.path.basename(path)
+    elif os.path.isdir(path):
+        bundle_dir = os.path.abspath(path)
+        name = next((n for n in (PIPELINE_FILE, genai_v1.FILE)
+                     if os.path.isfile(os.path.join(bundle_dir, n))), None)
+        if name is None:
+            raise BundleError(f"{path}: no {PIPELINE_FILE} or {genai_v1.FILE} in this folder")
+    else:
+        raise BundleError(f"{path}: no such model bundle (expected a folder with {PIPELINE_FILE})")
+    file = os.path.join(bundle_dir, name)
+    document = read_json(file)
+    if name == genai_v1.FILE:
+        document = genai_v1.translate(document)
+    spec = resolve_document(document, file)
+    validate_spec(spec, file, bundle_dir)
+    return LoadedConfig(spec=spec, bundle_dir=bundle_dir, file=file)

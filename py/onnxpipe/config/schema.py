@@ -1,0 +1,232 @@
+"""pipeline.json v2 as frozen dataclasses.
+
+One field per JSON key, each with a default and a one-line ``doc``. ``parse.py`` turns JSON
+into these generically (types, unknown keys, choices and aliases come from the field
+metadata), so adding a key is adding a field here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+FLOW_PHASES = ("init", "step", "final")
+PHASE_ALIASES = {"once": "init", "prompt": "init", "always": "step"}
+LOOP_MODES = ("batched", "per_image")
+KV_FORMATS = ("auto", "separate", "combined", "shared_buffer")
+POSITION_STRATEGIES = ("auto", "default", "mrope_3d", "windowed")
+GENERATION_LOOPS = ("autoregressive", "single_pass", "denoising")
+DTYPES = ("float32", "float16", "int64", "int32", "int8", "uint8", "bool")
+
+
+def spec(default: Any = None, doc: str = "", *, choices: tuple = (), aliases: dict | None = None,
+         one_or_many: bool = False, required: bool = False, factory: Any = None):
+    """A dataclass field with the metadata the generic parser reads."""
+    meta = {"doc": doc, "choices": choices, "aliases": aliases or {},
+            "one_or_many": one_or_many, "required": required}
+    if factory is not None:
+        return field(default_factory=factory, metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+# ---- pipeline.sessions -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SessionSpec:
+    file: Any = spec(None, "ONNX file, or a map execution provider -> file variant", required=True)
+    execution_provider: tuple[str, ...] = spec((), "provider, or ordered fallback list", one_or_many=True)
+    session_options: dict[str, Any] = spec(doc="engine session options", factory=dict)
+    optional: bool = spec(False, "a missing optional session and its flow steps are skipped")
+    external_data: tuple[str, ...] = spec((), "data files the .onnx refers to", one_or_many=True)
+
+    def file_for(self, provider: str | None) -> str:
+        """The file variant made for ``provider`` (falls back to ``default``, then ``cpu``)."""
+        if isinstance(self.file, str):
+            return self.file
+        for key in (provider, "default", "cpu"):
+            if key and key in self.file:
+                return self.file[key]
+        return next(iter(self.file.values()))
+
+
+# ---- pipeline.flow / dataflow ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DynamicShape:
+    source: str = spec(None, "tensor giving per-item sizes", required=True)
+    apply_to_dims: tuple[int, ...] = spec((), "dims of loop_over sliced by source")
+
+
+@dataclass(frozen=True)
+class FlowStep:
+    run: str = spec(None, "session to run", required=True)
+    when: str = spec("step", "phase", choices=FLOW_PHASES, aliases=PHASE_ALIASES)
+    loop: str = spec("batched", "how inputs are passed", choices=LOOP_MODES)
+    loop_over: str | None = spec(None, "input iterated by per_image")
+    dynamic_shape: DynamicShape | None = spec(None, "per-item slicing for per_image")
+    repeat: int = spec(1, "inner loop count within the phase")
+    counter: str | None = spec(None, "input that receives the repeat index")
+    optional: bool = spec(False, "skip when its session is missing")
+    cross_attention_from: str | None = spec(None, "encoder session whose outputs are frozen")
+
+
+@dataclass(frozen=True)
+class Wire:
+    from_: str = spec(None, "session.output or inputs.NAME", required=True)
+    to: str = spec(None, "session.input or outputs.NAME", required=True)
+
+
+# ---- pipeline.state ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SlidingWindow:
+    window_size: int = spec(None, "tokens kept in bounded layers", required=True)
+    layers: tuple[int, ...] = spec((), "layers with a bounded cache (empty: all)")
+
+
+@dataclass(frozen=True)
+class KVCacheSpec:
+    format: str = spec("auto", "cache layout", choices=KV_FORMATS)
+    past_key_pattern: str | None = spec(None, "past key input name with {layer}")
+    past_value_pattern: str | None = spec(None, "past value input name with {layer}")
+    present_key_pattern: str | None = spec(None, "present key output name with {layer}")
+    present_value_pattern: str | None = spec(None, "present value output name with {layer}")
+    past_pattern: str | None = spec(None, "combined past input name with {layer}")
+    present_pattern: str | None = spec(None, "combined present output name with {layer}")
+    sliding_window: SlidingWindow | None = spec(None, "bounded cache for some layers")
+    num_heads: int | None = spec(None, "KV heads, where the session leaves that dim symbolic")
+    head_size: int | None = spec(None, "head size, where the session leaves that dim symbolic")
+
+
+@dataclass(frozen=True)
+class PositionIdsSpec:
+    strategy: str = spec("auto", "how position ids are made", choices=POSITION_STRATEGIES)
+    input_name: str = spec("position_ids", "session input that takes them")
+    grid_source: str | None = spec(None, "session.output giving image grids (mrope_3d)")
+
+
+@dataclass(frozen=True)
+class AttentionMaskSpec:
+    input_name: str = spec("attention_mask", "session input that takes the mask")
+
+
+@dataclass(frozen=True)
+class CrossCacheSpec:
+    source: str = spec(None, "encoder session", required=True)
+    frozen: bool = spec(True, "computed once, reused every step")
+
+
+@dataclass(frozen=True)
+class RecurrentSpec:
+    input: str = spec(None, "state input name", required=True)
+    output: str = spec(None, "state output name fed back next step", required=True)
+    shape: tuple[int, ...] = spec((), "initial state shape", required=True)
+    dtype: str = spec("float32", "element type", choices=DTYPES)
+
+
+@dataclass(frozen=True)
+class StateSpec:
+    kv_cache: KVCacheSpec = spec(doc="KV cache", factory=KVCacheSpec)
+    position_ids: PositionIdsSpec = spec(doc="position ids", factory=PositionIdsSpec)
+    attention_mask: AttentionMaskSpec = spec(doc="attention mask", factory=AttentionMaskSpec)
+    cross_cache: CrossCacheSpec | None = spec(None, "frozen encoder outputs")
+    recurrent: tuple[RecurrentSpec, ...] = spec((), "state pairs carried step to step")
+
+
+# ---- pipeline ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OutputRef:
+    session: str = spec(None, "session producing the result", required=True)
+    name: str = spec(None, "its output name", required=True)
+
+
+@dataclass(frozen=True)
+class PluginSpec:
+    module: str = spec(None, "Python file inside the bundle (relative path)", required=True)
+    entry_point: str = spec("create", "function the runtime calls")
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    extends: str | None = spec(None, "built-in preset")
+    sessions: dict[str, SessionSpec] = spec(doc="ONNX sessions by name", factory=dict)
+    flow: tuple[FlowStep, ...] = spec((), "ordered steps")
+    dataflow: tuple[Wire, ...] = spec((), "explicit wires; the rest match by name")
+    state: StateSpec = spec(doc="state carried between steps", factory=StateSpec)
+    output: OutputRef | None = spec(None, "single-pass result")
+    plugin: PluginSpec | None = spec(None, "escape hatch for orchestration")
+
+
+# ---- tokens / generation / preprocessing --------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Tokens:
+    eos: tuple[int, ...] = spec((), "end-of-sequence ids", one_or_many=True)
+    pad: int | None = spec(None, "padding id")
+    bos: int | None = spec(None, "beginning-of-sequence id")
+    decoder_start: int | None = spec(None, "first decoder id (encoder-decoder)")
+    extra: dict[str, Any] = spec(doc="model-specific ids (image_token, ...)", factory=dict)
+
+
+@dataclass(frozen=True)
+class Sampling:
+    do_sample: bool = spec(False, "sample instead of greedy")
+    temperature: float = spec(1.0, "logit divisor")
+    top_k: int = spec(50, "keep the k best (0: all)")
+    top_p: float = spec(1.0, "nucleus mass")
+    min_p: float = spec(0.0, "drop tokens below min_p * best probability")
+    repetition_penalty: float = spec(1.0, "penalty on already seen ids")
+    num_beams: int = spec(1, "beam width")
+    no_repeat_ngram_size: int = spec(0, "forbid repeated n-grams")
+    random_seed: int = spec(-1, "seed; -1 picks one")
+
+
+@dataclass(frozen=True)
+class Stop:
+    token_ids: tuple[int, ...] = spec((), "extra ids that end generation", one_or_many=True)
+    strings: tuple[str, ...] = spec((), "texts that end generation", one_or_many=True)
+
+
+@dataclass(frozen=True)
+class Generation:
+    loop: str = spec("autoregressive", "loop strategy", choices=GENERATION_LOOPS)
+    max_length: int = spec(2048, "prompt + new tokens")
+    min_length: int = spec(0, "no stop before this total length")
+    sampling: Sampling = spec(doc="search defaults", factory=Sampling)
+    stop: Stop = spec(doc="stopping criteria", factory=Stop)
+    num_steps: int = spec(0, "denoising steps")
+    scheduler: str | None = spec(None, "denoising scheduler")
+    guidance_scale: float = spec(1.0, "classifier-free guidance")
+
+
+@dataclass(frozen=True)
+class TextPreprocessing:
+    tokenizer: str | None = spec(None, "tokenizer.json")
+    config: str | None = spec(None, "tokenizer_config.json")
+    chat_template: str | None = spec(None, "chat template file")
+
+
+@dataclass(frozen=True)
+class Preprocessing:
+    text: TextPreprocessing | None = spec(None, "tokenizer and chat template")
+    image: dict[str, Any] | None = spec(None, "image processor config")
+    audio: dict[str, Any] | None = spec(None, "audio processor config")
+    phonemes: dict[str, Any] | None = spec(None, "phonemizer settings")
+
+
+@dataclass(frozen=True)
+class PipelineSpec:
+    """The resolved pipeline.json: what every other stage sees."""
+
+    version: int = spec(2, "schema version", required=True)
+    pipeline: Pipeline = spec(doc="sessions, flow, dataflow, state", factory=Pipeline)
+    tokens: Tokens = spec(doc="special token ids", factory=Tokens)
+    generation: Generation = spec(doc="loop and search", factory=Generation)
+    preprocessing: Preprocessing = spec(doc="input processing", factory=Preprocessing)
+    metadata: dict[str, Any] = spec(doc="free-form, never used for dispatch", factory=dict)

@@ -1,0 +1,119 @@
+"""Structural detection and assembly: config + backend -> sessions, state, plan, executor.
+
+Nothing here looks at model_type: the shape of the config (plugin, cross attention, number
+of sessions) and the sessions' own I/O decide everything.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from ..config.load import LoadedConfig
+from ..config.schema import PipelineSpec
+from ..errors import ConfigError
+from ..state.kv_cache import KVCache, discover
+from ..state.positions import AttentionMask, PositionIds
+from ..state.recurrent import Recurrent
+from .executor import Executor
+from .wiring import plan_flow
+
+# what each loop strategy supplies and reads (loops/ registers itself by these names)
+LOOP_IO = {
+    "autoregressive": (("input_ids",), ("logits",)),
+    "single_pass": ((), ()),
+}
+
+
+def structure(spec: PipelineSpec) -> str:
+    """A name for the pipeline's shape, from structure alone (for inspect and logs)."""
+    pipe = spec.pipeline
+    if pipe.plugin is not None:
+        return "plugin"
+    if any(step.cross_attention_from for step in pipe.flow) or pipe.state.cross_cache:
+        return "encoder-decoder"
+    if len(pipe.sessions) > 1:
+        return "multi-session"
+    return "single-session"
+
+
+@dataclass
+class Assembly:
+    sessions: dict
+    components: list
+    executor: Executor
+    warnings: list[str]
+
+
+def choose_provider(wanted: tuple[str, ...], available: tuple[str, ...]) -> tuple[str, str | None]:
+    """(provider to use, warning or None): the first wanted one the engine has."""
+    for name in wanted:
+        if name in available:
+            return name, None
+    fallback = available[-1] if "cpu" not in available else "cpu"
+    if wanted:
+        return fallback, f"none of {', '.join(wanted)} is available here; using {fallback}"
+    return fallback, None
+
+
+def open_sessions(config: LoadedConfig, backend, providers=None) -> tuple[dict, list[str]]:
+    sessions, warnings = {}, []
+    for name, s in config.spec.pipeline.sessions.items():
+        wanted = tuple(providers) if providers else s.execution_provider
+        provider, warning = choose_provider(wanted, backend.providers)
+        if warning:
+            warnings.append(f'session "{name}": {warning}')
+        path = os.path.join(config.bundle_dir, s.file_for(provider))
+        if s.optional and not os.path.isfile(path):
+            continue
+        sessions[name] = backend.open_session(name, path, [provider], dict(s.session_options))
+    return sessions, warnings
+
+
+def make_components(spec: PipelineSpec, sessions: dict, backend, file: str) -> list:
+    state = spec.pipeline.state
+    step_sessions = [sessions[s.run] for s in spec.pipeline.flow if s.when == "step" and s.run in sessions]
+    components: list = []
+    positions, masks = {}, {}
+    for session in dict.fromkeys(step_sessions):
+        if discover(session, state.kv_cache, file) is not None:
+            components.append(KVCache(backend, session, state.kv_cache, spec.generation.max_length,
+                                      file, session.provider))
+        if state.position_ids.input_name in session.inputs:
+            positions[session.name] = session.inputs[state.position_ids.input_name]
+        if state.attention_mask.input_name in session.inputs:
+            masks[session.name] = session.inputs[state.attention_mask.input_name]
+    if positions:
+        components.append(PositionIds(backend, positions, state.position_ids.strategy, file))
+    if masks:
+        components.append(AttentionMask(backend, masks))
+    for i, rec in enumerate(state.recurrent):
+        owner = next((s for s in sessions.values() if rec.input in s.inputs), None)
+        if owner is None or rec.output not in owner.outputs:
+            raise ConfigError(f'no session has input "{rec.input}" and output "{rec.output}"',
+                              file=file, path=f"$.pipeline.state.recurrent[{i}]")
+        components.append(Recurrent(backend, owner.name, rec))
+    return components
+
+
+def assemble(config: LoadedConfig, backend, providers=None) -> Assembly:
+    spec = config.spec
+    sessions, warnings = open_sessions(config, backend, providers)
+    components = make_components(spec, sessions, backend, config.file)
+    loop_inputs, loop_outputs = LOOP_IO.get(spec.generation.loop, ((), ()))
+    if spec.pipeline.output is not None:
+        out = spec.pipeline.output
+        if out.session in sessions and out.name not in sessions[out.session].outputs:
+            raise ConfigError(f'session "{out.session}" has no output "{out.name}" (available outputs: '
+                              f"{', '.join(sessions[out.session].outputs)})", file=config.file,
+                              path="$.pipeline.output.name")
+    plan = plan_flow(spec, sessions, components, config.file, loop_inputs, loop_outputs)
+    if spec.pipeline.output is not None:
+        plan.pipeline_outputs.setdefault("output", (spec.pipeline.output.session, spec.pipeline.output.name))
+        for plans in plan.phases.values():
+            for p in plans:
+                if p.step.run == spec.pipeline.output.session and spec.pipeline.output.name not in p.keep:
+                    p.keep.append(spec.pipeline.output.name)
+                    if spec.pipeline.output.name not in p.outputs:
+                        p.outputs.append(spec.pipeline.output.name)
+    return Assembly(sessions, components, Executor(backend, plan, components), warnings)

