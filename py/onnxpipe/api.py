@@ -32,13 +32,15 @@ class GenerationResult:
     text: str
     finish_reason: str | None
     prompt_tokens: int = 0
+    cached_tokens: int = 0         # prompt tokens the state already held (chat continuation)
     prefill_ms: float = 0.0
     decode_tokens_per_s: float = 0.0
     warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return {"tokens": self.tokens, "text": self.text, "finish_reason": self.finish_reason,
-                "prompt_tokens": self.prompt_tokens, "prefill_ms": round(self.prefill_ms, 3),
+                "prompt_tokens": self.prompt_tokens, "cached_tokens": self.cached_tokens,
+                "prefill_ms": round(self.prefill_ms, 3),
                 "decode_tokens_per_s": round(self.decode_tokens_per_s, 3)}
 
 
@@ -175,8 +177,8 @@ class Pipeline:
             tokens.extend(event.token_ids)
             parts.append(event.text)
             finish = event.finish_reason
-        return GenerationResult(tokens, "".join(parts), finish, prompt_len, timing.prefill_ms,
-                                timing.decode_tokens_per_s, list(self.warnings))
+        return GenerationResult(tokens, "".join(parts), finish, prompt_len, prompt_len - len(new_ids),
+                                timing.prefill_ms, timing.decode_tokens_per_s, list(self.warnings))
 
     # ---- chat --------------------------------------------------------------------------------
 

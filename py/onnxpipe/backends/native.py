@@ -39,6 +39,7 @@ class NativeSession:
     outputs: dict[str, TensorInfo]
     ort_session: ort.InferenceSession
     binding: Any = field(default=None, repr=False)
+    bound_now: dict = field(default_factory=dict, repr=False)   # name -> value bound last run
 
 
 def _infos(args) -> dict[str, TensorInfo]:
@@ -66,6 +67,9 @@ class NativeBackend:
             so.intra_op_num_threads = self.threads
         for key, value in options.items():
             if key == "provider_options":
+                continue
+            if "." in key:  # onnxruntime config entries, e.g. "session.intra_op.allow_spinning"
+                so.add_session_config_entry(key, str(value))
                 continue
             if not hasattr(so, key) or key.startswith("_"):
                 valid = sorted(k for k in dir(so) if not k.startswith("_") and not callable(getattr(so, k)))
@@ -130,18 +134,36 @@ class NativeBackend:
             if not bound:
                 values = session.ort_session.run_with_ort_values(list(outputs), feeds)
                 return dict(zip(outputs, values))
-            binding = session.binding
-            if binding is None:
-                binding = session.binding = session.ort_session.io_binding()
-            for name, value in feeds.items():
-                binding.bind_ortvalue_input(name, value)
-            for name in outputs:
-                if name in bound:
-                    binding.bind_ortvalue_output(name, bound[name])
-                else:
-                    binding.bind_output(name, "cpu")
-            session.ort_session.run_with_iobinding(binding)
-            values = binding.get_outputs()
-            return dict(zip(outputs, values))
+            return self._run_bound(session, feeds, outputs, bound)
         except Exception as exc:
             raise EngineError(f'session "{session.name}" failed to run: {exc}') from None
+
+    def _run_bound(self, session: NativeSession, feeds: dict, outputs: Sequence[str], bound: dict):
+        """IOBinding run: outputs in ``bound`` are written in place (shared KV buffers).
+
+        Bindings persist between runs, so only values that changed are rebound, and only the
+        outputs the engine allocated are wrapped for the caller.
+        """
+        binding = session.binding
+        if binding is None or list(session.bound_now.get("__outputs__", ())) != list(outputs):
+            binding = session.binding = session.ort_session.io_binding()
+            session.bound_now = {"__outputs__": list(outputs)}
+        now = session.bound_now
+        for name, value in feeds.items():
+            if now.get(name) is not value:
+                binding.bind_ortvalue_input(name, value)
+                now[name] = value
+        fresh = []
+        for index, name in enumerate(outputs):
+            value = bound.get(name)
+            if value is None:
+                binding.bind_output(name, "cpu")
+                fresh.append((index, name))
+            elif now.get("->" + name) is not value:
+                binding.bind_ortvalue_output(name, value)
+                now["->" + name] = value
+        session.ort_session.run_with_iobinding(binding)
+        raw = binding._iobinding.get_outputs()  # the public get_outputs() wraps every output
+        result = {name: ort.OrtValue(raw[index]) for index, name in fresh}
+        result.update((name, bound[name]) for name in outputs if name in bound)
+        return result

@@ -27,23 +27,31 @@ def _ids(value: Any) -> list[int]:
     return list(value) if isinstance(value, list) else [value]
 
 
-def translate(genai: dict[str, Any]) -> dict[str, Any]:
+def _object(value: Any, file: str, path: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ConfigError(f"expected an object, found {type(value).__name__}", file=file, path=path)
+    return value
+
+
+def translate(genai: dict[str, Any], file: str = FILE) -> dict[str, Any]:
     """A v2 pipeline document equivalent to onnxruntime-genai's ``genai_config.json``."""
+    genai = _object(genai, file, "$")
     model = genai.get("model")
     if not isinstance(model, dict) or not isinstance(model.get("decoder"), dict):
-        raise ConfigError('expected a "model.decoder" section (a decoder-only model)', file=FILE,
+        raise ConfigError('expected a "model.decoder" section (a decoder-only model)', file=file,
                           path="$.model.decoder")
     present = [s for s in _UNSUPPORTED_SECTIONS if s in model]
     if present:
         raise ConfigError(f'model.{present[0]} sections are not translated yet; write a '
-                          f"pipeline.json v2 for this bundle instead", file=FILE,
+                          f"pipeline.json v2 for this bundle instead", file=file,
                           path=f"$.model.{present[0]}")
     decoder = model["decoder"]
     if "filename" not in decoder:
-        raise ConfigError('missing "filename"', file=FILE, path="$.model.decoder.filename")
-    inputs = decoder.get("inputs", {})
-    outputs = decoder.get("outputs", {})
-    search = genai.get("search", {})
+        raise ConfigError('missing "filename"', file=file, path="$.model.decoder.filename")
+    inputs = _object(decoder.get("inputs", {}), file, "$.model.decoder.inputs")
+    outputs = _object(decoder.get("outputs", {}), file, "$.model.decoder.outputs")
+    search = _object(genai.get("search", {}), file, "$.search")
+    _object(decoder.get("session_options", {}), file, "$.model.decoder.session_options")
 
     session: dict[str, Any] = {"file": decoder["filename"]}
     options = dict(decoder.get("session_options", {}))

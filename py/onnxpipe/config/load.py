@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from ..errors import BundleError, ConfigError, choices_text, nearest
 from . import genai_v1
-from .parse import parse_spec
+from .parse import _found, parse_spec
 from .presets import PRESETS, apply_preset
 from .schema import PipelineSpec
 from .validate import validate_spec
@@ -47,6 +47,10 @@ def resolve_document(document: object, file: str) -> PipelineSpec:
     pipeline = document.get("pipeline")
     preset = pipeline.get("extends") if isinstance(pipeline, dict) else None
     if preset is not None:
+        if not isinstance(preset, str):
+            raise ConfigError(f"expected a preset name (a string), found {_found(preset)}. "
+                              f"Built-in presets: {choices_text(PRESETS)}", file=file,
+                              path="$.pipeline.extends")
         if preset not in PRESETS:
             hint = nearest(str(preset), PRESETS)
             tip = f' Did you mean "{hint}"?' if hint else ""
@@ -72,7 +76,7 @@ def load_config(path: str) -> LoadedConfig:
     file = os.path.join(bundle_dir, name)
     document = read_json(file)
     if name == genai_v1.FILE:
-        document = genai_v1.translate(document)
+        document = genai_v1.translate(document, file)
     spec = resolve_document(document, file)
     validate_spec(spec, file, bundle_dir)
     return LoadedConfig(spec=spec, bundle_dir=bundle_dir, file=file)

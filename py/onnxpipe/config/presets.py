@@ -68,5 +68,5 @@ def merge(base: Any, override: Any) -> Any:
 
 def apply_preset(name: str, document: dict[str, Any]) -> dict[str, Any]:
     """The document with preset ``name`` merged under it (``name`` must be known)."""
-    resolved = merge(PRESETS[name], document)
+    resolved = merge(copy.deepcopy(PRESETS[name]), document)   # callers may mutate it
     return resolved

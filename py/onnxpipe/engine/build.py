@@ -83,6 +83,11 @@ def make_components(spec: PipelineSpec, sessions: dict, backend, file: str) -> l
             positions[session.name] = session.inputs[state.position_ids.input_name]
         if state.attention_mask.input_name in session.inputs:
             masks[session.name] = session.inputs[state.attention_mask.input_name]
+    if state.kv_cache.format != "auto" and not any(isinstance(c, KVCache) for c in components):
+        names = ", ".join(f'{s.name}: {", ".join(s.inputs)}' for s in dict.fromkeys(step_sessions))
+        raise ConfigError(f'kv_cache format "{state.kv_cache.format}" but no step-phase session has an '
+                          f"input matching its past patterns (inputs: {names})", file=file,
+                          path="$.pipeline.state.kv_cache")
     if positions:
         components.append(PositionIds(backend, positions, state.position_ids.strategy, file))
     if masks:

@@ -111,6 +111,13 @@ def plan_flow(spec: PipelineSpec, sessions: dict, components: list, file: str,
                 elif name in declared_inputs:
                     plan.feeds.append((name, "pipeline", name))
                 elif key not in self_wires:
+                    later = next((s.run for _, s in ordered[slot:]
+                                  if s.run != step.run and name in sessions[s.run].outputs), None)
+                    if later is not None:
+                        raise ConfigError(
+                            f'input "{name}" of session "{step.run}" is an output of session "{later}", '
+                            f'but "{later}" runs after "{step.run}" in the flow, so it is not there yet. '
+                            f'Move "{later}" earlier in pipeline.flow', file=file, path="$.pipeline.flow")
                     raise ConfigError(
                         f'input "{name}" of session "{step.run}" is fed by nothing: no wire, no state, no '
                         f"earlier session output of that name, and not a pipeline input "
@@ -126,8 +133,11 @@ def plan_flow(spec: PipelineSpec, sessions: dict, components: list, file: str,
         source = next((p.step.run for p in reversed(phases["step"] or phases["init"])
                        if name in p.session.outputs), None)
         if source is None:
-            raise ConfigError(f'no session has an output named "{name}" for the loop to read; wire one, '
-                              f'e.g. {{"from": "decoder.scores", "to": "outputs.{name}"}}',
+            last = (phases["step"] or phases["init"] or [None])[-1]
+            example = f"{last.step.run}.{next(iter(last.session.outputs))}" if last else "decoder.scores"
+            have = f' (session "{last.step.run}" has: {", ".join(last.session.outputs)})' if last else ""
+            raise ConfigError(f'no session has an output named "{name}" for the loop to read{have}; wire '
+                              f'one, e.g. {{"from": "{example}", "to": "outputs.{name}"}}',
                               file=file, path="$.pipeline.dataflow")
         pipeline_outputs[name] = (source, name)
     for session, name in pipeline_outputs.values():

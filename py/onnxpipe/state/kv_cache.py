@@ -71,10 +71,6 @@ def discover(session, spec: KVCacheSpec, file: str) -> tuple[str, list[Slot]] | 
                 fmt = "combined"
                 break
     if not pairs:
-        if spec.format != "auto":
-            raise ConfigError(f'kv_cache format "{spec.format}" but session "{session.name}" has no '
-                              f"input matching its past patterns. Its inputs: {', '.join(inputs)}",
-                              file=file, path="$.pipeline.state.kv_cache")
         return None
     for past, present in pairs:
         if present not in outputs:

@@ -1,0 +1,75 @@
+"""Small graphs for KV-cache state: rewind, grow and zero-fill inside the engine.
+
+All are shape-generic over rank-4 tensors [B, H, T, D] (batch, heads, sequence, head size)
+and take the element dtype as a parameter ("float32" or "float16"). Each factory returns ONNX
+model bytes, cached per argument, so Python never allocates or copies the large buffers.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from .proto import Graph, Tensor
+
+__all__ = ["grow_seq_graph", "slice_seq_graph", "zeros_graph"]
+
+_CACHE_DTYPES = ("float32", "float16")
+_DIMS_IN = ["batch", "heads", "seq", "head_dim"]
+
+
+def _check(dtype: str) -> None:
+    if dtype not in _CACHE_DTYPES:
+        raise ValueError(f"dtype: expected one of {_CACHE_DTYPES}, got {dtype!r}")
+
+
+@lru_cache(maxsize=None)
+def slice_seq_graph(dtype: str = "float32") -> bytes:
+    """Rewind a cache: ``y = x[:, :, :length, :]``.
+
+    Inputs: ``x`` [B, H, T, D], ``length`` int64[1] (0 <= length; values past T keep all of T).
+    Output: ``y`` [B, H, length, D].
+    """
+    _check(dtype)
+    g = Graph("slice_seq")
+    g.input("x", dtype, _DIMS_IN)
+    g.input("length", "int64", [1])
+    g.const("start0", [0], "int64", [1])
+    g.const("axis2", [2], "int64", [1])
+    g.node("Slice", ["x", "start0", "length", "axis2"], "y")
+    g.output("y", dtype, ["batch", "heads", "length", "head_dim"])
+    return g.to_bytes()
+
+
+@lru_cache(maxsize=None)
+def grow_seq_graph(dtype: str = "float32") -> bytes:
+    """Grow a static buffer: ``y[:, :, :T, :] = x`` and zeros up to ``capacity``.
+
+    Inputs: ``x`` [B, H, T, D], ``capacity`` int64[1] (>= T).
+    Output: ``y`` [B, H, capacity, D].
+    """
+    _check(dtype)
+    g = Graph("grow_seq")
+    g.input("x", dtype, _DIMS_IN)
+    g.input("capacity", "int64", [1])
+    g.const("pads_head", [0, 0, 0, 0, 0, 0], "int64", [6])  # all begins, then B and H ends
+    g.const("pads_tail", [0], "int64", [1])  # D end
+    seq = g.node("Shape", ["x"], "seq_len", start=2, end=3)
+    extra = g.node("Sub", ["capacity", seq], "extra")
+    pads = g.node("Concat", ["pads_head", extra, "pads_tail"], "pads", axis=0)
+    g.node("Pad", ["x", pads], "y", mode="constant")
+    g.output("y", dtype, ["batch", "heads", "capacity", "head_dim"])
+    return g.to_bytes()
+
+
+@lru_cache(maxsize=None)
+def zeros_graph(dtype: str = "float32") -> bytes:
+    """A zero tensor of a given shape, e.g. an empty cache [B, H, 0, D].
+
+    Input: ``shape`` int64[4]. Output: ``y`` of that shape, all zeros.
+    """
+    _check(dtype)
+    g = Graph("zeros")
+    g.input("shape", "int64", [4])
+    g.node("ConstantOfShape", ["shape"], "y", value=Tensor([0], dtype, [1]))
+    g.output("y", dtype, ["batch", "heads", "seq", "head_dim"])
+    return g.to_bytes()
