@@ -117,6 +117,11 @@ class Pipeline:
             raise InputError(f"prompt is {total} tokens but the context holds {opts.max_length} "
                              f"(generation.max_length); shorten it or start a new chat")
 
+    @property
+    def final_outputs(self) -> dict:
+        """Engine tensors the final phase produced in the last generation (name -> tensor)."""
+        return self.executor.final_outputs
+
     def reset(self) -> None:
         """Forget the conversation: empty state."""
         self.executor.reset()

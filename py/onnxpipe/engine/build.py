@@ -20,7 +20,7 @@ from .wiring import plan_flow
 
 # what each loop strategy supplies and reads (loops/ registers itself by these names)
 LOOP_IO = {
-    "autoregressive": (("input_ids",), ("logits",)),
+    "autoregressive": (("input_ids", "generated_ids"), ("logits",)),
     "single_pass": ((), ()),
 }
 

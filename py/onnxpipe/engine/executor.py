@@ -18,6 +18,7 @@ class Executor:
         self.components = components
         self.values: dict[tuple[str, str], Any] = {}   # latest wired session outputs
         self.length = 0                                # positions held by the state
+        self.final_outputs: dict[str, Any] = {}        # what the final phase produced last
 
     def has_phase(self, phase: str) -> bool:
         return bool(self.plan.phases[phase])
@@ -90,4 +91,5 @@ class Executor:
         for value in self.values.values():
             self.backend.dispose(value)
         self.values.clear()
+        self.final_outputs = {}
         self.length = 0

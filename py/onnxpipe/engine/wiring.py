@@ -140,6 +140,9 @@ def plan_flow(spec: PipelineSpec, sessions: dict, components: list, file: str,
                               f'one, e.g. {{"from": "{example}", "to": "outputs.{name}"}}',
                               file=file, path="$.pipeline.dataflow")
         pipeline_outputs[name] = (source, name)
+    for plan in phases["final"]:   # what the final phase makes is the pipeline's result
+        for name in plan.session.outputs:
+            pipeline_outputs.setdefault(name, (plan.step.run, name))
     for session, name in pipeline_outputs.values():
         needed[session].add(name)
 

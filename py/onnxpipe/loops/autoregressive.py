@@ -37,6 +37,7 @@ def token_steps(executor, sampler, history: list[int], new_ids: list[int], optio
     ``history`` is extended in place with every id the state has taken in, so a caller that
     stops early still holds a history that matches the state.
     """
+    generated: list[int] = []
     budget = options.max_new_tokens if options.max_new_tokens is not None else options.max_length
     produced = 0
     start = time.perf_counter()
@@ -60,6 +61,10 @@ def token_steps(executor, sampler, history: list[int], new_ids: list[int], optio
             finish = "stop"
         elif produced >= budget or len(history) + 1 >= options.max_length:
             finish = "length"
+        generated.append(token)
+        if finish and executor.has_phase("final"):
+            executor.final_outputs = executor.run_phase(
+                "final", {"generated_ids": (generated, (1, len(generated)))})
         yield token, finish
         if finish:
             return

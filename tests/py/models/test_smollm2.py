@@ -68,3 +68,13 @@ def test_cli_run_json_shape():
     assert result["tokens"] == GENAI_TOKENS[:12]
     assert result["finish_reason"] == "length"
     assert result["prefill_ms"] > 0 and result["decode_tokens_per_s"] > 0
+
+
+def test_cli_chat_streams_two_turns_from_stdin():
+    out = subprocess.run([sys.executable, "-m", "onnxpipe", "chat", str(BUNDLE), "--max-new-tokens", "16",
+                          "--greedy"], input="What is the capital of France?\nAnd of Italy?\n/quit\n",
+                         capture_output=True, text=True, check=True, timeout=300,
+                         env={**os.environ, "PYTHONPATH": str(ROOT / "py")})
+    replies = [line for line in out.stdout.splitlines() if line.strip()]
+    assert len(replies) == 2, out.stdout
+    assert "Paris" in replies[0] and "Rome" in replies[1]
