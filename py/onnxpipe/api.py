@@ -145,14 +145,16 @@ class Pipeline:
         sampler = Sampler(self.backend, provider, opts, info)
         steps = LOOPS["autoregressive"](self.executor, sampler, self.history, new_ids, opts,
                                         stop_ids(opts, self._eos()), timing)
-        special = frozenset(self._eos()) | frozenset(getattr(self.text, "special_token_ids", ()) or ())
-        detok = (IncrementalDetokenizer(lambda t: self.text.decode(t, skip_special_tokens=True))
-                 if self.text is not None else None)
+        detok = None
+        if self.text is not None:
+            special = frozenset(self._eos()) | frozenset(self.text.special_token_ids)
+            detok = IncrementalDetokenizer(self.text.decode, skip_special_tokens_ids=special,
+                                           hold_ids=frozenset(getattr(self.text, "byte_fallback_ids", ())))
         stops = StopStrings(opts.stop_strings if detok else ())
         pending: list[int] = []
         for token, finish in steps:
             pending.append(token)
-            delta = detok.push(token) if detok and token not in special else ""
+            delta = detok.push(token) if detok else ""
             if finish and detok:
                 delta += detok.flush()
             text, hit = stops.push(delta)

@@ -8,7 +8,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from onnxpipe.text.base import TextError, TextFileError, TextProcessor, TokenizerConfig, parse_tokenizer_config, resolve_text_files
+from onnxpipe.text.base import (
+    TextError,
+    TextFileError,
+    TextProcessor,
+    TokenizerConfig,
+    parse_tokenizer_config,
+    resolve_text_files,
+)
 
 if TYPE_CHECKING:
     from onnxpipe.text.native import NativeTextProcessor, load_text_processor
