@@ -28,8 +28,8 @@ Semantics, per row (``reference_next_token`` implements them in pure Python):
 4. Divide those k values by temperature (after TopK, which is cheaper and gives the same order
    except for ties that rounding would create) and take their softmax p.
 5. min_p: keep position j if p[j] >= min_p * p[0] (min_p is clamped to <= 1).
-6. top_p: keep position j if the exclusive cumulative sum of p before j is < top_p.
-   Position 0 is always kept.
+6. top_p: keep position j if the exclusive cumulative sum of p before j is < top_p
+   (top_p >= 1 keeps every position). Position 0 is always kept.
 7. w = p where kept else 0; c = inclusive cumsum of w; choice = the number of positions with
    c <= uniform * c[-1], clamped to m - 1, where m = the number of positions with w > 0 (the
    clamp only acts when uniform * c[-1] rounds up to c[-1]; it never picks a discarded token).
@@ -39,8 +39,9 @@ Semantics, per row (``reference_next_token`` implements them in pure Python):
 The graph and the reference agree exactly except where uniform (or top_p, min_p) lies within
 float32 rounding of a boundary. Cost per call: one TopK over V, plus a few passes over k.
 For k > 256 (no top-k included) only the top 257 are sorted, with the softmax normalizer
-summed over all of the top k; the full sort of the top k runs only when min_p and top_p keep
-more than 256 tokens (a flat distribution), when it costs ~5 ms at V = 49152.
+(and the mass min_p keeps) summed over all of the top k unsorted. The full sort of the top k
+runs only when the kept tokens reach past the top 257 and either top_p < 1 or uniform lands
+past them (a flat distribution); it costs ~6 ms at V = 49152 and ~22 ms at V = 151936.
 """
 
 from __future__ import annotations
@@ -114,21 +115,21 @@ def _greedy_graph(logits_dtype: str, with_penalty: bool, logits_rank: int) -> by
     return g.to_bytes()
 
 
-def _select(g: Graph, p: str, idx: str, pre: str) -> tuple[str, str]:
-    """Steps 5-7 on sorted probabilities ``p`` [B, n] and their token ids ``idx``.
-
-    Returns the names of the chosen tokens [B] and of the keep mask [B, n].
-    """
+def _weights(g: Graph, p: str, pre: str) -> tuple[str, str, str]:
+    """Steps 5-6 on sorted probabilities ``p`` [B, n]: names of keep, w and c (all [B, n])."""
     p0 = g.node("Slice", [p, "start0", "one_i", "axis1"], pre + "p_max")
-    keep_min = g.node("GreaterOrEqual", [p, g.node("Mul", [p0, "min_p_le1"], pre + "p_floor")],
-                      pre + "keep_min_p")
+    floor = g.node("Mul", [p0, "min_p_le1"], pre + "p_floor")
+    keep_min = g.node("GreaterOrEqual", [p, floor], pre + "keep_min_p")
     before = g.node("CumSum", [p, "axis1"], pre + "cum_before", exclusive=1)
     keep_top = g.node("Less", [before, "top_p_pos"], pre + "keep_top_p")
     keep = g.node("And", [keep_min, keep_top], pre + "keep")
     w = g.node("Where", [keep, p, "zero_f"], pre + "weights")
-    c = g.node("CumSum", [w, "axis1"], pre + "cum")
-    c_last = g.node("Slice", [c, "start_last", "end_max", "axis1"], pre + "cum_last")
-    target = g.node("Mul", ["uniform_col", c_last], pre + "target")
+    return keep, w, g.node("CumSum", [w, "axis1"], pre + "cum")
+
+
+def _pick(g: Graph, w: str, c: str, idx: str, total: str, pre: str) -> str:
+    """Step 7: the token [B] where c passes uniform * total (the kept mass, [B, 1])."""
+    target = g.node("Mul", ["uniform_col", total], pre + "target")
     # Counts are summed as float32 (exact below 2**24): int64 ReduceSum is ~10x slower on CPU.
     below = g.node("Cast", [g.node("LessOrEqual", [c, target], pre + "below_b")], pre + "below", to=1)
     count = g.node("ReduceSum", [below, "axis1"], pre + "count", keepdims=1)
@@ -137,7 +138,11 @@ def _select(g: Graph, p: str, idx: str, pre: str) -> tuple[str, str]:
     last_pos = g.node("Sub", [n_pos, "one_f"], pre + "last_pos")
     choice = g.node("Cast", [g.node("Min", [count, last_pos], pre + "choice_f")], pre + "choice", to=7)
     token = g.node("GatherElements", [idx, choice], pre + "token_col", axis=1)
-    return g.node("Squeeze", [token, "axis1"], pre + "token"), keep
+    return g.node("Squeeze", [token, "axis1"], pre + "token")
+
+
+def _last(g: Graph, value: str, out: str) -> str:
+    return g.node("Slice", [value, "start_last", "end_max", "axis1"], out)
 
 
 def _sorted_branch(x: str, pre: str) -> Graph:
@@ -146,7 +151,8 @@ def _sorted_branch(x: str, pre: str) -> Graph:
     vals, idx = g.node("TopK", [x, "k"], [pre + "vals", pre + "idx"], axis=-1, largest=1, sorted=1)
     scaled = g.node("Div", [vals, "temperature"], pre + "scaled")
     p = g.node("Softmax", [scaled], pre + "probs", axis=-1)
-    token, _ = _select(g, p, idx, pre)
+    _, w, c = _weights(g, p, pre)
+    token = _pick(g, w, c, idx, _last(g, c, pre + "cum_last"), pre)
     g.output(token, "int64", ["batch"])
     return g
 
@@ -159,15 +165,18 @@ def _identity_branch(value: str, out: str, dtype: str, dims: list) -> Graph:
 
 
 def _candidates_branch(x: str) -> Graph:
-    """A subgraph for k > _CANDIDATES: select among the top _CANDIDATES + 1 positions, sorting
-    the full top k only when the kept prefix reaches past them (a flat distribution)."""
+    """A subgraph for k > _CANDIDATES: sort only the top _CANDIDATES + 1 positions.
+
+    The choice is decided among them when the kept prefix ends inside them, or when top_p is
+    off (the kept set is then {p >= min_p * p[0]}, whose mass needs no sort) and the target
+    falls inside them. Otherwise (a flat distribution) the full top k is sorted.
+    """
     g = Graph("candidates")
     # The softmax normalizer sums over the whole top k; with k == V that is all of x, unsorted.
     z_vals = g.node("If", [g.node("Equal", ["k", "vocab_size"], "k_is_vocab")], "z_vals",
                     then_branch=_identity_branch(x, "z_all", "float32", ["batch", "vocab"]),
                     else_branch=_topk_unsorted_branch(x))
-    n = _CANDIDATES + 1
-    g.const("n_candidates", [n], "int64", [1])
+    g.const("n_candidates", [_CANDIDATES + 1], "int64", [1])
     vals, idx = g.node("TopK", [x, "n_candidates"], ["c_vals", "c_idx"], axis=-1, largest=1, sorted=1)
     scaled = g.node("Div", [vals, "temperature"], "c_scaled")
     top = g.node("Slice", [scaled, "start0", "one_i", "axis1"], "c_top")
@@ -175,13 +184,23 @@ def _candidates_branch(x: str) -> Graph:
                                   "z_shift")], "z_exp")
     z = g.node("ReduceSum", [z_exp, "axis1"], "z", keepdims=1)
     p = g.node("Div", [g.node("Exp", [g.node("Sub", [scaled, top], "c_shift")], "c_exp"), z], "c_probs")
-    token, keep = _select(g, p, idx, "c_")
-    # The kept set is a prefix, so if the last candidate is dropped, every later one is too.
-    keep_last = g.node("Slice", [g.node("Cast", [keep], "c_keep_f", to=1), "start_last", "end_max",
-                                 "axis1"], "c_keep_last")
-    undecided = g.node("Cast", [g.node("ReduceMax", [keep_last], "c_undecided_f", keepdims=0)],
-                       "c_undecided", to=9)
-    g.node("If", [undecided], "c_next_tokens",
+    keep, w, c = _weights(g, p, "c_")
+    c_last = _last(g, c, "c_cum_last")
+    # The kept set is a prefix: past the candidates only if the last candidate is kept.
+    keep_last = _last(g, keep, "c_keep_last")
+    reaches_past = g.node("And", [keep_last, "top_p_off"], "c_reaches_past")
+    p_all = g.node("Div", [z_exp, z], "z_probs")
+    min_p_kept = g.node("Where", [g.node("GreaterOrEqual", [p_all, "c_p_floor"], "z_keep"), p_all,
+                                  "zero_f"], "z_weights")
+    total_all = g.node("ReduceSum", [min_p_kept, "axis1"], "z_kept_mass", keepdims=1)
+    total = g.node("Where", [reaches_past, total_all, c_last], "c_total")
+    token = _pick(g, w, c, idx, total, "c_")
+    inside = g.node("Less", ["c_target", c_last], "c_target_inside")
+    decided = g.node("Or", [g.node("Not", [keep_last], "c_cut"),
+                            g.node("And", ["top_p_off", inside], "c_inside_off")], "c_decided")
+    all_decided = g.node("ReduceMin", [g.node("Cast", [decided], "c_decided_f", to=1)],
+                         "c_all_decided", keepdims=0)
+    g.node("If", [g.node("Less", [all_decided, "one_f"], "c_undecided")], "c_next_tokens",
            then_branch=_sorted_branch(x, "f_"),
            else_branch=_identity_branch(token, "c_chosen", "int64", ["batch"]))
     g.output("c_next_tokens", "int64", ["batch"])
@@ -222,13 +241,16 @@ def _sampling_graph(logits_dtype: str, with_penalty: bool, logits_rank: int) -> 
     g.const("start_last", [-1], "int64", [1])
     g.const("end_max", [_INT64_MAX], "int64", [1])
     g.const("top_p_floor", [_TOP_P_FLOOR], "float32", [1])
+    g.const("top_p_inf", [math.inf], "float32", [1])
     g.const("max_sorted", [_CANDIDATES], "int64", [1])
 
     vocab = g.node("Shape", [x], "vocab_size", start=-1)
     disabled = g.node("Less", ["top_k", "one_i"], "top_k_off")
     g.node("Where", [disabled, vocab, g.node("Min", ["top_k", vocab], "k_le_vocab")], "k")
     g.node("Min", ["min_p", "one_f"], "min_p_le1")
-    g.node("Max", ["top_p", "top_p_floor"], "top_p_pos")
+    off = g.node("GreaterOrEqual", ["top_p", "one_f"], "top_p_off")
+    g.node("Where", [off, "top_p_inf", g.node("Max", ["top_p", "top_p_floor"], "top_p_ge_floor")],
+           "top_p_pos")
     g.node("Unsqueeze", ["uniform", "axis1"], "uniform_col")
     g.node("If", [g.node("LessOrEqual", ["k", "max_sorted"], "k_small")], "next_tokens",
            then_branch=_sorted_branch(x, "s_"), else_branch=_candidates_branch(x))
@@ -284,7 +306,7 @@ def reference_next_token(logits_row: Sequence[float], *, temperature: float, top
     top_p = max(top_p, _TOP_P_FLOOR)
     kept = 1
     for before, pj in zip(accumulate(p[:-1]), p[1:]):
-        if pj < floor or before >= top_p:
+        if pj < floor or (top_p < 1.0 and before >= top_p):
             break
         kept += 1
     positive = sum(1 for pj in p[:kept] if pj > 0)  # exp underflow can zero the tail
