@@ -98,14 +98,32 @@ class Pipeline:
         if (prompt is None) == (input_ids is None):
             raise InputError("give exactly one of prompt= (text) or input_ids= (token ids)")
         if input_ids is not None:
-            ids = [int(i) for i in input_ids]
+            if isinstance(input_ids, (str, bytes)) or not all(
+                    isinstance(i, int) and not isinstance(i, bool) for i in input_ids):
+                raise InputError(f"input_ids: expected a list of integers, found {input_ids!r:.80}")
+            ids = list(input_ids)
         else:
             if not isinstance(prompt, str):
                 raise InputError(f"prompt: expected a string, found {type(prompt).__name__}")
             ids = self._tokenizer().encode(prompt, add_special_tokens=True) if prompt else []
         if not ids:
             raise InputError("empty prompt: nothing to generate from")
+        vocab = self._vocab_size()
+        bad = [i for i in ids if not 0 <= i < vocab] if vocab else []
+        if bad:
+            raise InputError(f"input_ids: {bad[:5]} outside the vocabulary (0..{vocab - 1})")
         return ids
+
+    def _vocab_size(self) -> int | None:
+        if "logits" not in self.executor.plan.pipeline_outputs:
+            return None
+        dim = self._logits_info()[0].shape[-1]
+        return dim if isinstance(dim, int) else None
+
+    def _options(self, search: dict, max_new_tokens):
+        if max_new_tokens is not None:
+            search = dict(search, max_new_tokens=max_new_tokens)
+        return search_options.resolve(self.defaults, search)
 
     def _tokenizer(self):
         if self.text is None:
@@ -132,7 +150,7 @@ class Pipeline:
     def stream(self, prompt=None, input_ids=None, max_new_tokens=None, **search) -> Iterator[StreamEvent]:
         """Generate from a fresh state, yielding text deltas as they become complete."""
         ids = self._prompt_ids(prompt, input_ids)
-        opts = search_options.resolve(self.defaults, dict(search, max_new_tokens=max_new_tokens))
+        opts = self._options(search, max_new_tokens)
         self._check_length(len(ids), opts)
         self.reset()
         return self._stream(ids, opts, Timing())
@@ -172,7 +190,7 @@ class Pipeline:
     def generate(self, prompt=None, input_ids=None, max_new_tokens=None, **search) -> GenerationResult:
         """The whole result of ``stream``: new token ids, text, finish reason and timings."""
         ids = self._prompt_ids(prompt, input_ids)
-        opts = search_options.resolve(self.defaults, dict(search, max_new_tokens=max_new_tokens))
+        opts = self._options(search, max_new_tokens)
         self._check_length(len(ids), opts)
         self.reset()
         return self._collect(ids, len(ids), opts)
@@ -202,14 +220,14 @@ class Pipeline:
     def chat_stream(self, messages: list[dict], max_new_tokens=None, **search) -> Iterator[StreamEvent]:
         """Continue the conversation: only tokens the state hasn't seen are run."""
         ids = self.chat_prompt_ids(messages)
-        opts = search_options.resolve(self.defaults, dict(search, max_new_tokens=max_new_tokens))
+        opts = self._options(search, max_new_tokens)
         self._check_length(len(ids), opts)
         new_ids = self._continue_from(ids)
         return self._stream(new_ids, opts, Timing())
 
     def chat(self, messages: list[dict], max_new_tokens=None, **search) -> GenerationResult:
         ids = self.chat_prompt_ids(messages)
-        opts = search_options.resolve(self.defaults, dict(search, max_new_tokens=max_new_tokens))
+        opts = self._options(search, max_new_tokens)
         self._check_length(len(ids), opts)
         new_ids = self._continue_from(ids)
         return self._collect(new_ids, len(ids), opts)

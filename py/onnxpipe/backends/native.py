@@ -9,7 +9,7 @@ from typing import Any, Sequence
 import numpy as np
 import onnxruntime as ort
 
-from ..errors import ConfigError, EngineError
+from ..errors import ConfigError, EngineError, nearest
 from .base import TensorInfo
 
 # pipeline.json provider names -> onnxruntime's
@@ -73,7 +73,10 @@ class NativeBackend:
                 continue
             if not hasattr(so, key) or key.startswith("_"):
                 valid = sorted(k for k in dir(so) if not k.startswith("_") and not callable(getattr(so, k)))
-                raise ConfigError(f'unknown session option "{key}". Valid: {", ".join(valid)}',
+                hint = nearest(key, valid)
+                tip = f' Did you mean "{hint}"?' if hint else ""
+                raise ConfigError(f'unknown session option "{key}".{tip} Valid: {", ".join(valid)}, or an '
+                                  'onnxruntime config entry such as "session.intra_op.allow_spinning"',
                                   path=f"{where}.{key}")
             if key == "graph_optimization_level" and isinstance(value, str):
                 value = getattr(ort.GraphOptimizationLevel, value)

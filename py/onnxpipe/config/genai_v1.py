@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ConfigError
+from .parse import describe
 
 FILE = "genai_config.json"
 # genai search keys we carry over as generation.sampling defaults (same names in v2).
@@ -29,7 +30,7 @@ def _ids(value: Any) -> list[int]:
 
 def _object(value: Any, file: str, path: str) -> dict[str, Any]:
     if not isinstance(value, dict):
-        raise ConfigError(f"expected an object, found {type(value).__name__}", file=file, path=path)
+        raise ConfigError(f"expected an object, found {describe(value)}", file=file, path=path)
     return value
 
 

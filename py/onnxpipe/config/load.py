@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from ..errors import BundleError, ConfigError, choices_text, nearest
 from . import genai_v1
-from .parse import _found, parse_spec
+from .parse import describe, parse_spec
 from .presets import PRESETS, apply_preset
 from .schema import PipelineSpec
 from .validate import validate_spec
@@ -39,7 +39,7 @@ def read_json(path: str) -> object:
 def resolve_document(document: object, file: str) -> PipelineSpec:
     """Presets applied, then parsed into a PipelineSpec (no file checks)."""
     if not isinstance(document, dict):
-        raise ConfigError(f"expected a JSON object at the top level, found {type(document).__name__}",
+        raise ConfigError(f"expected a JSON object at the top level, found {describe(document)}",
                           file=file, path="$")
     if "version" not in document:
         raise ConfigError('missing "version": 2 (a folder with only genai_config.json is read as '
@@ -48,7 +48,7 @@ def resolve_document(document: object, file: str) -> PipelineSpec:
     preset = pipeline.get("extends") if isinstance(pipeline, dict) else None
     if preset is not None:
         if not isinstance(preset, str):
-            raise ConfigError(f"expected a preset name (a string), found {_found(preset)}. "
+            raise ConfigError(f"expected a preset name (a string), found {describe(preset)}. "
                               f"Built-in presets: {choices_text(PRESETS)}", file=file,
                               path="$.pipeline.extends")
         if preset not in PRESETS:

@@ -7,6 +7,7 @@ metadata. A dataclass with an ``extra`` field keeps unknown keys there instead o
 from __future__ import annotations
 
 import dataclasses
+import json
 import types
 import typing
 from typing import Any
@@ -33,7 +34,10 @@ def _type_name(tp: Any) -> str:
     if origin in (typing.Union, types.UnionType):
         return " or ".join(_type_name(a) for a in typing.get_args(tp) if a is not type(None))
     if origin is tuple:
-        return f"a list of {_type_name(typing.get_args(tp)[0])}"
+        item = _type_name(typing.get_args(tp)[0])
+        plural = {"a string": "strings", "an integer": "integers", "a number": "numbers",
+                  "an object": "objects", "true or false": "booleans"}.get(item, item)
+        return f"a list of {plural}"
     if origin is dict:
         return "an object"
     if dataclasses.is_dataclass(tp):
@@ -41,13 +45,15 @@ def _type_name(tp: Any) -> str:
     return {str: "a string", int: "an integer", float: "a number", bool: "true or false"}.get(tp, str(tp))
 
 
-def _found(value: Any) -> str:
+def describe(value: Any) -> str:
+    """The value as it looks in JSON, with its JSON type: 'string "100"', 'boolean true'."""
     if value is None:
         return "null"
     kind = {bool: "boolean", int: "integer", float: "number", str: "string",
-            list: "list", dict: "object"}.get(type(value), type(value).__name__)
-    text = repr(value) if not isinstance(value, (list, dict)) else kind
-    return f"{kind} {text}" if kind not in text else text
+            list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
+    if isinstance(value, (list, dict)):
+        return kind
+    return f"{kind} {json.dumps(value, ensure_ascii=False)[:80]}"
 
 
 class Parser:
@@ -61,7 +67,7 @@ class Parser:
 
     def build(self, cls: type, obj: Any, path: str) -> Any:
         if not isinstance(obj, dict):
-            raise self.fail(path, f"expected an object, found {_found(obj)}")
+            raise self.fail(path, f"expected an object, found {describe(obj)}")
         hints = _hints(cls)
         fields = {json_key(f): f for f in dataclasses.fields(cls)}
         has_extra = "extra" in fields and "extra" not in obj
@@ -116,34 +122,34 @@ class Parser:
                     return self.convert(option, raw, path)
                 except ConfigError as exc:
                     errors.append(exc)
-            raise self.fail(path, f"expected {_type_name(tp)}, found {_found(raw)}")
+            raise self.fail(path, f"expected {_type_name(tp)}, found {describe(raw)}")
         if origin is tuple:
             if not isinstance(raw, list):
-                raise self.fail(path, f"expected {_type_name(tp)}, found {_found(raw)}")
+                raise self.fail(path, f"expected {_type_name(tp)}, found {describe(raw)}")
             item = typing.get_args(tp)[0]
             return tuple(self.convert(item, x, f"{path}[{i}]") for i, x in enumerate(raw))
         if origin is dict:
             if not isinstance(raw, dict):
-                raise self.fail(path, f"expected an object, found {_found(raw)}")
+                raise self.fail(path, f"expected an object, found {describe(raw)}")
             item = typing.get_args(tp)[1]
             return {k: self.convert(item, v, f"{path}.{k}") for k, v in raw.items()}
         if dataclasses.is_dataclass(tp):
             return self.build(tp, raw, path)
         if tp is bool:
             if not isinstance(raw, bool):
-                raise self.fail(path, f"expected true or false, found {_found(raw)}")
+                raise self.fail(path, f"expected true or false, found {describe(raw)}")
             return raw
         if tp is int:
             if isinstance(raw, bool) or not isinstance(raw, int):
-                raise self.fail(path, f"expected an integer, found {_found(raw)}")
+                raise self.fail(path, f"expected an integer, found {describe(raw)}")
             return raw
         if tp is float:
             if isinstance(raw, bool) or not isinstance(raw, (int, float)):
-                raise self.fail(path, f"expected a number, found {_found(raw)}")
+                raise self.fail(path, f"expected a number, found {describe(raw)}")
             return float(raw)
         if tp is str:
             if not isinstance(raw, str):
-                raise self.fail(path, f"expected a string, found {_found(raw)}")
+                raise self.fail(path, f"expected a string, found {describe(raw)}")
             return raw
         raise TypeError(f"schema type {tp!r} has no converter")  # a bug in schema.py, not input
 

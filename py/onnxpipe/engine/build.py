@@ -66,7 +66,10 @@ def open_sessions(config: LoadedConfig, backend, providers=None) -> tuple[dict, 
         path = os.path.join(config.bundle_dir, s.file_for(provider))
         if s.optional and not os.path.isfile(path):
             continue
-        sessions[name] = backend.open_session(name, path, [provider], dict(s.session_options))
+        try:
+            sessions[name] = backend.open_session(name, path, [provider], dict(s.session_options))
+        except ConfigError as exc:   # the engine knows its options; the config knows the file
+            raise ConfigError(exc.detail, file=config.file, path=f"$.pipeline.{exc.path}") from None
     return sessions, warnings
 
 

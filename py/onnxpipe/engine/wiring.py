@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from ..config.schema import FLOW_PHASES, FlowStep, PipelineSpec
 from ..config.validate import split_endpoint
-from ..errors import ConfigError
+from ..errors import ConfigError, nearest
 
 
 @dataclass
@@ -60,6 +60,13 @@ def plan_flow(spec: PipelineSpec, sessions: dict, components: list, file: str,
         if dst[0] != "outputs":
             _check_tensor(sessions, dst, "inputs", file, path + ".to")
         if src[0] == "inputs":
+            if loop_inputs and src[1] not in loop_inputs:
+                # the loop is the only caller: a name it never gives would fail mid-run
+                hint = nearest(src[1], loop_inputs)
+                tip = f' Did you mean "inputs.{hint}"?' if hint else ""
+                raise ConfigError(f'pipeline input "{src[1]}" is never given: the {spec.generation.loop} '
+                                  f"loop supplies only {', '.join(loop_inputs)}.{tip}",
+                                  file=file, path=path + ".from")
             declared_inputs.add(src[1])
         if dst[0] == "outputs":
             pipeline_outputs[dst[1]] = src
@@ -122,7 +129,8 @@ def plan_flow(spec: PipelineSpec, sessions: dict, components: list, file: str,
                         f'input "{name}" of session "{step.run}" is fed by nothing: no wire, no state, no '
                         f"earlier session output of that name, and not a pipeline input "
                         f"({', '.join(sorted(declared_inputs)) or 'none'}). Wire it, e.g. "
-                        f'{{"from": "inputs.{name}", "to": "{step.run}.{name}"}}',
+                        f'{{"from": "inputs.{loop_inputs[0] if loop_inputs else name}", '
+                        f'"to": "{step.run}.{name}"}}',
                         file=file, path="$.pipeline.dataflow")
         produced.append((step.run, set(session.outputs)))
         phases[step.when].append(plan)

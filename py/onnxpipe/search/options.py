@@ -77,6 +77,8 @@ def resolve(base: SearchOptions, overrides: dict) -> SearchOptions:
             raise InputError(f'search option "{raw_name}": expected {FIELDS[name].type}, found {value!r}')
         changes[name] = float(value) if FIELDS[name].type == "float" else value
     opts = dataclasses.replace(base, **changes)
+    if opts.temperature == 0:   # the common spelling of "greedy"
+        opts = dataclasses.replace(opts, do_sample=False, temperature=1.0)
     _check(opts)
     return opts
 
@@ -84,7 +86,7 @@ def resolve(base: SearchOptions, overrides: dict) -> SearchOptions:
 def _check(o: SearchOptions) -> None:
     problems = []
     if o.temperature <= 0:
-        problems.append(f"temperature must be > 0, found {o.temperature} (use do_sample=False for greedy)")
+        problems.append(f"temperature must be >= 0 (0 means greedy), found {o.temperature}")
     if not 0 < o.top_p <= 1:
         problems.append(f"top_p must be in (0, 1], found {o.top_p}")
     if o.top_k < 0:
