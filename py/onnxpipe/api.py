@@ -147,22 +147,49 @@ class Pipeline:
 
     # ---- generation --------------------------------------------------------------------------
 
-    def stream(self, prompt=None, input_ids=None, max_new_tokens=None, **search) -> Iterator[StreamEvent]:
-        """Generate from a fresh state, yielding text deltas as they become complete."""
+    def stream(self, prompt=None, input_ids=None, max_new_tokens=None, inputs=None,
+               **search) -> Iterator[StreamEvent]:
+        """Generate from a fresh state, yielding text deltas as they become complete.
+
+        ``inputs`` gives other pipeline inputs (e.g. pixel values): name -> (flat values, shape).
+        """
         ids = self._prompt_ids(prompt, input_ids)
         opts = self._options(search, max_new_tokens)
         self._check_length(len(ids), opts)
         self.reset()
-        return self._stream(ids, opts, Timing())
+        return self._stream(ids, opts, Timing(), self._extra_inputs(inputs))
 
-    def _stream(self, new_ids: list[int], opts, timing: Timing) -> Iterator[StreamEvent]:
+    def _extra_inputs(self, inputs) -> dict:
+        extra = {}
+        for name, value in (inputs or {}).items():
+            if hasattr(value, "shape") and hasattr(value, "tolist"):   # an array
+                value = (value.reshape(-1).tolist(), tuple(value.shape))
+            if not (isinstance(value, tuple) and len(value) == 2):
+                raise InputError(f'inputs["{name}"]: expected (flat values, shape) or an array')
+            values, shape = value
+            count = 1
+            for d in shape:
+                count *= d
+            if count != len(values):
+                raise InputError(f'inputs["{name}"]: {len(values)} values do not fill shape {tuple(shape)}')
+            if name not in self.executor.plan.pipeline_inputs:
+                raise InputError(f'inputs["{name}"]: not a pipeline input of this bundle; it takes '
+                                 f"{', '.join(sorted(self.executor.plan.pipeline_inputs))}")
+            extra[name] = (list(values), tuple(shape))
+        missing = sorted(self.executor.plan.caller_inputs - set(extra))
+        if missing:
+            raise InputError(f"this pipeline needs input(s) {', '.join(missing)}: pass "
+                             f'inputs={{"{missing[0]}": (values, shape)}}')
+        return extra
+
+    def _stream(self, new_ids: list[int], opts, timing: Timing, extra=None) -> Iterator[StreamEvent]:
         if self.spec.generation.loop != "autoregressive":
             raise InputError(f'this bundle\'s loop is "{self.spec.generation.loop}"; generate() needs '
                              f'"autoregressive"')
         info, provider = self._logits_info()
         sampler = Sampler(self.backend, provider, opts, info)
         steps = LOOPS["autoregressive"](self.executor, sampler, self.history, new_ids, opts,
-                                        stop_ids(opts, self._eos()), timing)
+                                        stop_ids(opts, self._eos()), timing, extra)
         detok = None
         if self.text is not None:
             special = frozenset(self._eos()) | frozenset(self.text.special_token_ids)
@@ -187,18 +214,20 @@ class Pipeline:
                 yield StreamEvent(text, pending)
                 pending = []
 
-    def generate(self, prompt=None, input_ids=None, max_new_tokens=None, **search) -> GenerationResult:
+    def generate(self, prompt=None, input_ids=None, max_new_tokens=None, inputs=None,
+                 **search) -> GenerationResult:
         """The whole result of ``stream``: new token ids, text, finish reason and timings."""
         ids = self._prompt_ids(prompt, input_ids)
         opts = self._options(search, max_new_tokens)
         self._check_length(len(ids), opts)
+        extra = self._extra_inputs(inputs)
         self.reset()
-        return self._collect(ids, len(ids), opts)
+        return self._collect(ids, len(ids), opts, extra)
 
-    def _collect(self, new_ids, prompt_len, opts) -> GenerationResult:
+    def _collect(self, new_ids, prompt_len, opts, extra=None) -> GenerationResult:
         timing = Timing()
         tokens, parts, finish = [], [], None
-        for event in self._stream(new_ids, opts, timing):
+        for event in self._stream(new_ids, opts, timing, extra):
             tokens.extend(event.token_ids)
             parts.append(event.text)
             finish = event.finish_reason

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import InputError
+from ..ops import tensor as tensor_ops
 from ..state.base import StepContext
 from .wiring import Plan, StepPlan
 
@@ -62,7 +64,10 @@ class Executor:
             feeds[plan.step.counter] = backend.tensor([index], plan.counter_dtype, shape)
         for comp in plan.state:
             comp.bind(plan.step.run, feeds, bound, ctx)
-        outputs = backend.run(plan.session, feeds, plan.outputs, bound)
+        if plan.step.loop == "per_image":
+            outputs = self._run_per_item(plan, feeds, inputs)
+        else:
+            outputs = backend.run(plan.session, feeds, plan.outputs, bound)
         for comp in plan.state:
             comp.update(plan.step.run, outputs, ctx)
         run = plan.step.run
@@ -73,6 +78,51 @@ class Executor:
             if old is not None and old is not outputs[name]:
                 backend.dispose(old)
             values[key] = outputs[name]
+
+    def _run_per_item(self, plan: StepPlan, feeds: dict, inputs) -> dict:
+        """``loop: per_image``: run once per item of ``loop_over`` (cropped per ``dynamic_shape``),
+        then join each output along dim 0."""
+        backend, step = self.backend, plan.step
+        whole = feeds[step.loop_over]
+        info = plan.session.inputs[step.loop_over]
+        shape = backend.shape(whole)
+        dims = list(step.dynamic_shape.apply_to_dims) if step.dynamic_shape else []
+        sizes = self._item_sizes(step, feeds, inputs, shape[0], len(dims))
+        slicer = backend.open_graph(tensor_ops.slice_graph(info.dtype, len(shape)), plan.session.provider)
+        parts: dict[str, list] = {name: [] for name in plan.outputs}
+        for i in range(shape[0]):
+            bounds = {"starts": [i] + [0] * len(dims), "ends": [i + 1] + sizes[i], "axes": [0] + dims}
+            feeds_i = {k: backend.tensor(v, "int64", (len(v),)) for k, v in bounds.items()}
+            item = backend.run(slicer, dict(feeds_i, x=whole), ["y"])["y"]
+            out = backend.run(plan.session, dict(feeds, **{step.loop_over: item}), plan.outputs)
+            backend.dispose(item)
+            for name in plan.outputs:
+                parts[name].append(out[name])
+        joined = {}
+        for name, items in parts.items():
+            out_info = plan.session.outputs[name]
+            rank = len(backend.shape(items[0]))
+            graph = backend.open_graph(tensor_ops.concat_graph(out_info.dtype, rank, len(items)),
+                                       plan.session.provider)
+            joined[name] = backend.run(graph, {f"x{i}": t for i, t in enumerate(items)}, ["y"])["y"]
+            for t in items:
+                backend.dispose(t)
+        return joined
+
+    def _item_sizes(self, step, feeds, inputs, count: int, width: int) -> list[list[int]]:
+        if not width:
+            return [[] for _ in range(count)]
+        source = step.dynamic_shape.source
+        if source in feeds:
+            flat = self.backend.to_list(feeds[source])
+        elif source in inputs:
+            flat = list(inputs[source][0])
+        else:
+            raise InputError(f'flow step "{step.run}": dynamic_shape.source "{source}" was not given '
+                             f"(pass it as a pipeline input)")
+        if len(flat) != count * width:
+            raise InputError(f'"{source}" has {len(flat)} values; expected {count} items x {width} sizes')
+        return [[int(v) for v in flat[i * width:(i + 1) * width]] for i in range(count)]
 
     # ---- state -------------------------------------------------------------------------------
 

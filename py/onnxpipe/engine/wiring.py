@@ -33,6 +33,7 @@ class Plan:
     phases: dict[str, list[StepPlan]]
     pipeline_outputs: dict[str, tuple[str, str]]   # name -> (session, output)
     pipeline_inputs: set[str]
+    caller_inputs: set[str] = field(default_factory=set)   # pipeline inputs the caller must give
 
 
 def _order(spec: PipelineSpec, sessions: dict) -> list[tuple[int, FlowStep]]:
@@ -60,12 +61,10 @@ def plan_flow(spec: PipelineSpec, sessions: dict, components: list, file: str,
         if dst[0] != "outputs":
             _check_tensor(sessions, dst, "inputs", file, path + ".to")
         if src[0] == "inputs":
-            if loop_inputs and src[1] not in loop_inputs:
-                # the loop is the only caller: a name it never gives would fail mid-run
-                hint = nearest(src[1], loop_inputs)
-                tip = f' Did you mean "inputs.{hint}"?' if hint else ""
+            hint = nearest(src[1], loop_inputs) if src[1] not in loop_inputs else None
+            if hint:   # a near miss of what the loop gives is a typo, not a caller input
                 raise ConfigError(f'pipeline input "{src[1]}" is never given: the {spec.generation.loop} '
-                                  f"loop supplies only {', '.join(loop_inputs)}.{tip}",
+                                  f'loop supplies {", ".join(loop_inputs)}. Did you mean "inputs.{hint}"?',
                                   file=file, path=path + ".from")
             declared_inputs.add(src[1])
         if dst[0] == "outputs":
@@ -164,7 +163,14 @@ def plan_flow(spec: PipelineSpec, sessions: dict, components: list, file: str,
             fetch = wired | by_state.get(plan.step.run, set())
             plan.outputs = [o for o in plan.session.outputs if o in fetch] or [next(iter(plan.session.outputs))]
             plan.keep = [o for o in plan.outputs if o in wired]
-    return Plan(phases, pipeline_outputs, declared_inputs)
+    used = {key for plans in phases.values() for p in plans for _, kind, key in p.feeds if kind == "pipeline"}
+    for plans in phases.values():   # per-item sizes read from a pipeline input, not a session input
+        for p in plans:
+            shape = p.step.dynamic_shape
+            if shape and shape.source not in p.session.inputs:
+                declared_inputs.add(shape.source)
+                used.add(shape.source)
+    return Plan(phases, pipeline_outputs, declared_inputs, used - set(loop_inputs))
 
 
 def _check_tensor(sessions: dict, endpoint: tuple[str, str], side: str, file: str, path: str) -> None:

@@ -31,8 +31,11 @@ class Timing:
 
 
 def token_steps(executor, sampler, history: list[int], new_ids: list[int], options: SearchOptions,
-                stop: frozenset[int], timing: Timing) -> Iterator[tuple[int, str | None]]:
+                stop: frozenset[int], timing: Timing, extra: dict | None = None
+                ) -> Iterator[tuple[int, str | None]]:
     """Feed ``new_ids`` after ``history`` (ids already in the state), then generate.
+
+    ``extra`` holds the caller's other pipeline inputs (name -> (flat values, shape)).
 
     ``history`` is extended in place with every id the state has taken in, so a caller that
     stops early still holds a history that matches the state.
@@ -41,11 +44,13 @@ def token_steps(executor, sampler, history: list[int], new_ids: list[int], optio
     budget = options.max_new_tokens if options.max_new_tokens is not None else options.max_length
     produced = 0
     start = time.perf_counter()
+    extra = extra or {}
     if executor.has_phase("init"):
-        executor.run_phase("init", {"input_ids": (new_ids, (1, len(new_ids)))})
+        executor.run_phase("init", {**extra, "input_ids": (new_ids, (1, len(new_ids)))})
     feed = new_ids
     while True:
-        outs = executor.run_phase("step", {"input_ids": (feed, (1, len(feed)))}, new_length=len(feed))
+        outs = executor.run_phase("step", {**extra, "input_ids": (feed, (1, len(feed)))},
+                                  new_length=len(feed))
         history.extend(feed)
         token = sampler(outs["logits"], history)
         produced += 1
@@ -64,7 +69,7 @@ def token_steps(executor, sampler, history: list[int], new_ids: list[int], optio
         generated.append(token)
         if finish and executor.has_phase("final"):
             executor.final_outputs = executor.run_phase(
-                "final", {"generated_ids": (generated, (1, len(generated)))})
+                "final", {**extra, "generated_ids": (generated, (1, len(generated)))})
         yield token, finish
         if finish:
             return

@@ -12,7 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import onnx_builders as ob  # noqa: E402
 
 import onnxpipe  # noqa: E402
-from onnxpipe.errors import ConfigError  # noqa: E402
+from onnxpipe.errors import ConfigError, InputError  # noqa: E402
 
 
 def load_fails(folder: Path, path: str, *parts: str) -> ConfigError:
@@ -130,13 +130,16 @@ def test_renamed_input_ids_not_wired(tmp_path):
                "input_ids)", 'Wire it, e.g. {"from": "inputs.input_ids", "to": "decoder.tok"}')
 
 
-def test_wire_from_a_pipeline_input_the_loop_never_gives(tmp_path):
-    # the autoregressive loop is the only caller: a wire from inputs.bias used to load fine and
-    # then crash mid-run with KeyError('bias'); it must fail at load instead
+def test_a_pipeline_input_the_loop_never_gives_is_asked_of_the_caller(tmp_path):
+    # a wire from inputs.bias makes "bias" the caller's to give: a call without it fails before
+    # anything runs (it used to crash mid-run with KeyError('bias'))
     config = ob.decoder_config(dataflow=[{"from": "inputs.bias", "to": "decoder.bias"}])
-    exc = load_fails(dec(tmp_path, config, extra_inputs=("bias",)), "$.pipeline.dataflow[0].from",
-                     'pipeline input "bias" is never given', "the autoregressive loop supplies only input_ids")
-    assert "Did you mean" not in exc.message
+    pipe = onnxpipe.load(dec(tmp_path, config, extra_inputs=("bias",)))
+    with pytest.raises(InputError) as info:
+        pipe.generate(input_ids=[1, 2], max_new_tokens=2)
+    assert 'needs input(s) bias: pass inputs={"bias": (values, shape)}' in info.value.message
+    # given, it is fed on every step: +0 keeps the argmax (id + 1), +1 on all logits too
+    assert pipe.generate(input_ids=[1, 2], max_new_tokens=3, inputs={"bias": ([0.5], (1,))}).tokens == [3, 4, 5]
 
 
 def test_wire_from_misspelt_loop_input(tmp_path):
