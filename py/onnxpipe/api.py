@@ -50,15 +50,21 @@ def _default_backend():
     return NativeBackend()
 
 
-def load(path, providers=None, backend=None, text=True) -> "Pipeline":
+def _native_text(bundle_dir, spec):
+    from .text import load_text_processor
+
+    return load_text_processor(bundle_dir, spec)
+
+
+def load(path, providers=None, backend=None, text=True, text_loader=None) -> "Pipeline":
     config = load_config(path)
-    return Pipeline(config, backend or _default_backend(), providers, text)
+    return Pipeline(config, backend or _default_backend(), providers, text, text_loader)
 
 
 class Pipeline:
     """A loaded bundle: sessions open, state empty, ready to generate."""
 
-    def __init__(self, config, backend, providers=None, text=True):
+    def __init__(self, config, backend, providers=None, text=True, text_loader=None):
         self.config = config
         self.spec = config.spec
         self.backend = backend
@@ -69,14 +75,12 @@ class Pipeline:
         self.structure = structure(self.spec)
         self.defaults = search_options.defaults_from(self.spec.generation)
         self.history: list[int] = []     # ids the state holds (a chat continues from here)
-        self.text = self._load_text() if text else None
+        self.text = self._load_text(text_loader or _native_text) if text else None
 
-    def _load_text(self):
-        from .text import load_text_processor
-
+    def _load_text(self, loader):
         spec = self.spec.preprocessing.text
         try:
-            return load_text_processor(self.config.bundle_dir, spec)
+            return loader(self.config.bundle_dir, spec)
         except Exception:
             if spec is not None:
                 raise
@@ -215,22 +219,33 @@ class Pipeline:
                 pending = []
 
     def generate(self, prompt=None, input_ids=None, max_new_tokens=None, inputs=None,
-                 **search) -> GenerationResult:
-        """The whole result of ``stream``: new token ids, text, finish reason and timings."""
+                 on_event=None, cancel=None, **search) -> GenerationResult:
+        """The whole result of ``stream``: new token ids, text, finish reason and timings.
+
+        ``on_event`` sees every StreamEvent as it happens; ``cancel()`` returning True stops
+        the generation before the next step (finish_reason "cancelled").
+        """
         ids = self._prompt_ids(prompt, input_ids)
         opts = self._options(search, max_new_tokens)
         self._check_length(len(ids), opts)
         extra = self._extra_inputs(inputs)
         self.reset()
-        return self._collect(ids, len(ids), opts, extra)
+        return self._collect(ids, len(ids), opts, extra, on_event, cancel)
 
-    def _collect(self, new_ids, prompt_len, opts, extra=None) -> GenerationResult:
+    def _collect(self, new_ids, prompt_len, opts, extra=None, on_event=None, cancel=None) -> GenerationResult:
         timing = Timing()
         tokens, parts, finish = [], [], None
-        for event in self._stream(new_ids, opts, timing, extra):
+        events = self._stream(new_ids, opts, timing, extra)
+        for event in events:
             tokens.extend(event.token_ids)
             parts.append(event.text)
             finish = event.finish_reason
+            if on_event is not None:
+                on_event(event)
+            if finish is None and cancel is not None and cancel():
+                events.close()
+                finish = "cancelled"
+                break
         return GenerationResult(tokens, "".join(parts), finish, prompt_len, prompt_len - len(new_ids),
                                 timing.prefill_ms, timing.decode_tokens_per_s, list(self.warnings))
 
@@ -254,12 +269,14 @@ class Pipeline:
         new_ids = self._continue_from(ids)
         return self._stream(new_ids, opts, Timing())
 
-    def chat(self, messages: list[dict], max_new_tokens=None, **search) -> GenerationResult:
+    def chat(self, messages: list[dict], max_new_tokens=None, on_event=None, cancel=None,
+             **search) -> GenerationResult:
+        """Continue the conversation (see ``chat_stream``) and return the whole reply."""
         ids = self.chat_prompt_ids(messages)
         opts = self._options(search, max_new_tokens)
         self._check_length(len(ids), opts)
         new_ids = self._continue_from(ids)
-        return self._collect(new_ids, len(ids), opts)
+        return self._collect(new_ids, len(ids), opts, None, on_event, cancel)
 
     def _continue_from(self, ids: list[int]) -> list[int]:
         """Rewind the state to the longest prefix it shares with ``ids``; return the rest."""

@@ -30,8 +30,11 @@ class Backend(Protocol):
     name: str
     providers: tuple[str, ...]          # providers this engine offers, best first
 
+    supports_bound_outputs: bool          # can write outputs into given tensors (shared KV)
+
     def open_session(self, name: str, path: str, providers: Sequence[str],
-                     options: dict[str, Any]) -> Session: ...
+                     options: dict[str, Any], external_data: Sequence[str] = ()) -> Session:
+        """Open ``path``; ``external_data`` names the weight files it refers to."""
 
     def open_graph(self, model: bytes, provider: str) -> Session:
         """A runtime-owned graph (sampler, cache ops) on ``provider``; cached by content."""

@@ -52,6 +52,7 @@ class NativeBackend:
     """Runs sessions with onnxruntime; tensors are OrtValues."""
 
     name = "native"
+    supports_bound_outputs = True
 
     def __init__(self, threads: int | None = None):
         available = set(ort.get_available_providers())
@@ -84,7 +85,7 @@ class NativeBackend:
         return so
 
     def open_session(self, name: str, path: str, providers: Sequence[str],
-                     options: dict[str, Any]) -> NativeSession:
+                     options: dict[str, Any], external_data: Sequence[str] = ()) -> NativeSession:
         ort_providers = [PROVIDER_NAMES[p] for p in providers if p in self.providers]
         if not ort_providers:
             ort_providers = ["CPUExecutionProvider"]

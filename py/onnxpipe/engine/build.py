@@ -67,7 +67,8 @@ def open_sessions(config: LoadedConfig, backend, providers=None) -> tuple[dict, 
         if s.optional and not os.path.isfile(path):
             continue
         try:
-            sessions[name] = backend.open_session(name, path, [provider], dict(s.session_options))
+            sessions[name] = backend.open_session(name, path, [provider], dict(s.session_options),
+                                                  external_data=s.external_data)
         except ConfigError as exc:   # the engine knows its options; the config knows the file
             raise ConfigError(exc.detail, file=config.file, path=f"$.pipeline.{exc.path}") from None
     return sessions, warnings

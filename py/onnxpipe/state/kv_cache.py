@@ -89,6 +89,8 @@ class KVCache(StateComponent):
         if spec.sliding_window is not None:
             raise ConfigError("kv_cache.sliding_window is not supported by this runtime yet",
                               file=file, path="$.pipeline.state.kv_cache.sliding_window")
+        if self.format == "shared_buffer" and not backend.supports_bound_outputs:
+            self.format = "separate"   # GroupQueryAttention also takes a growing past
         self.backend = backend
         self.spec = spec
         self.session = session.name

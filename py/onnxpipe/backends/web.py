@@ -1,0 +1,124 @@
+"""onnxruntime-web backend, for Python in Pyodide inside the runtime Web Worker.
+
+Tensors are ort.Tensor objects that stay in JavaScript; Python holds JsProxy handles and
+passes them back by handle (the KV cache is never copied). Engine calls return promises;
+``run_sync`` blocks on them through JSPI, so the executor stays the same synchronous code
+as natively. Only ids and a handful of scalars are built or read here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import js  # type: ignore[import-not-found]  (Pyodide only)
+import onnxpipe_js  # type: ignore[import-not-found]  (workers/bridge.ts)
+import ort  # type: ignore[import-not-found]  (onnxruntime-web, registered by the worker)
+from pyodide.ffi import JsException, run_sync, to_js  # type: ignore[import-not-found]
+
+from ..errors import EngineError
+from .base import TensorInfo
+
+_OBJECT = {"dict_converter": js.Object.fromEntries}
+
+
+def _js(value):
+    return to_js(value, **_OBJECT)
+
+
+@dataclass(eq=False)
+class WebSession:
+    name: str
+    provider: str
+    inputs: dict[str, TensorInfo]
+    outputs: dict[str, TensorInfo]
+    js_session: Any
+
+
+def _infos(metadata, names) -> dict[str, TensorInfo]:
+    infos = {}
+    for i, name in enumerate(names):
+        meta = metadata[i] if metadata is not None else None
+        if meta is not None and getattr(meta, "isTensor", True):
+            dims = tuple(d if isinstance(d, int) else (d or None) for d in meta.shape)
+            infos[name] = TensorInfo(name, str(meta.type), dims)
+        else:
+            infos[name] = TensorInfo(name, "float32", ())
+    return infos
+
+
+class WebBackend:
+    """Runs sessions with onnxruntime-web (``wasm`` or ``webgpu``)."""
+
+    name = "web"
+    supports_bound_outputs = False   # shared KV buffers are fed as separate (growing) caches
+
+    def __init__(self, bundle_dir: str, providers: Sequence[str] = ("wasm",)):
+        self.bundle_dir = bundle_dir
+        self.providers = tuple(providers)
+        self._graphs: dict[tuple[str, str], WebSession] = {}
+
+    def _create(self, name: str, data, options: dict) -> Any:
+        try:
+            return run_sync(ort.InferenceSession.create(data, _js(options)))
+        except JsException as exc:
+            raise EngineError(f'session "{name}": onnxruntime-web could not open it: {exc}') from None
+
+    def open_session(self, name: str, path: str, providers: Sequence[str], options: dict[str, Any],
+                     external_data: Sequence[str] = ()) -> WebSession:
+        provider = providers[0] if providers else "wasm"
+        rel = os.path.relpath(path, self.bundle_dir).replace(os.sep, "/")
+        opts: dict[str, Any] = {"executionProviders": [provider]}
+        opts.update({k: v for k, v in options.items() if "." not in k})
+        if provider == "webgpu":
+            opts.setdefault("preferredOutputLocation", "gpu-buffer")   # KV stays on the GPU
+        data_dir = os.path.dirname(rel)
+        if external_data:
+            opts["externalData"] = [
+                {"path": os.path.basename(f), "data": onnxpipe_js.getFile(f"{data_dir}/{f}".lstrip("/"))}
+                for f in external_data]
+        sess = self._create(name, onnxpipe_js.getFile(rel), opts)
+        inputs = _infos(getattr(sess, "inputMetadata", None), list(sess.inputNames))
+        outputs = _infos(getattr(sess, "outputMetadata", None), list(sess.outputNames))
+        return WebSession(name, provider, inputs, outputs, sess)
+
+    def open_graph(self, model: bytes, provider: str = "wasm") -> WebSession:
+        key = (hashlib.sha1(model).hexdigest(), provider)
+        if key not in self._graphs:
+            buffer = js.Uint8Array.new(len(model))
+            buffer.assign(model)
+            sess = self._create("graph", buffer, {"executionProviders": [provider]})
+            self._graphs[key] = WebSession("graph", provider, _infos(None, list(sess.inputNames)),
+                                           _infos(None, list(sess.outputNames)), sess)
+        return self._graphs[key]
+
+    # ---- tensors -----------------------------------------------------------------------
+
+    def tensor(self, values, dtype: str, shape: Sequence[int]):
+        return onnxpipe_js.tensor(dtype, _js(list(values)), _js(list(shape)))
+
+    def full(self, dtype: str, shape: Sequence[int], value):
+        return onnxpipe_js.full(dtype, _js(list(shape)), value)
+
+    def to_list(self, tensor) -> list:
+        return onnxpipe_js.toArray(tensor).to_py() if tensor.location == "cpu" else list(
+            run_sync(onnxpipe_js.download(tensor)).to_py())
+
+    def shape(self, tensor) -> tuple[int, ...]:
+        return tuple(int(d) for d in tensor.dims)
+
+    def dispose(self, tensor) -> None:
+        if tensor is not None:
+            tensor.dispose()
+            tensor.destroy()
+
+    # ---- running -----------------------------------------------------------------------
+
+    def run(self, session: WebSession, feeds: dict, outputs: Sequence[str], bound: dict | None = None):
+        try:
+            result = run_sync(session.js_session.run(_js(feeds), _js(list(outputs))))
+        except JsException as exc:
+            raise EngineError(f'session "{session.name}" failed to run: {exc}') from None
+        return {name: getattr(result, name) for name in outputs}

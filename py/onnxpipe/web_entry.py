@@ -1,0 +1,83 @@
+"""What the runtime worker calls (Pyodide only): open a bundle, generate, cancel, dispose.
+
+Arguments and results cross as JSON strings, so no proxies leak across the boundary; token
+events go out through the ``emit`` callback the worker passes in.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import onnxpipe_js  # type: ignore[import-not-found]  (workers/bridge.ts)
+from pyodide.ffi import run_sync  # type: ignore[import-not-found]
+
+from .api import Pipeline
+from .backends.web import WebBackend
+from .config.load import load_config
+from .errors import InputError, OnnxpipeError
+from .text.web import load_web_text_processor
+
+_pipeline: Pipeline | None = None
+
+
+def error_json(exc: BaseException) -> str:
+    kind = exc.kind if isinstance(exc, OnnxpipeError) else "internal"
+    message = exc.message if isinstance(exc, OnnxpipeError) else f"{type(exc).__name__}: {exc}"
+    return json.dumps({"error": {"kind": kind, "message": message}})
+
+
+def open_bundle(fs_dir: str, options_json: str) -> str:
+    """Load the bundle written to ``fs_dir``; options: {ep, available: [providers]}."""
+    global _pipeline
+    try:
+        options = json.loads(options_json)
+        start = time.perf_counter()
+        if _pipeline is not None:
+            _pipeline.reset()
+        backend = WebBackend(fs_dir, tuple(options.get("available") or ("wasm",)))
+        providers = [options["ep"]] if options.get("ep") else None
+        _pipeline = Pipeline(load_config(fs_dir), backend, providers, text_loader=load_web_text_processor)
+        sessions = {name: {"provider": s.provider,
+                           "file": _pipeline.spec.pipeline.sessions[name].file_for(s.provider)}
+                    for name, s in _pipeline.sessions.items()}
+        return json.dumps({"sessions": sessions, "warnings": _pipeline.warnings,
+                           "structure": _pipeline.structure,
+                           "hasChatTemplate": bool(_pipeline.text and _pipeline.text.has_chat_template),
+                           "loadMs": (time.perf_counter() - start) * 1000.0})
+    except Exception as exc:  # every failure reaches the page as a typed error
+        return error_json(exc)
+
+
+def generate(request_json: str, emit) -> str:
+    """Run one generation; ``emit(json)`` gets each token event. Returns the result JSON."""
+    try:
+        if _pipeline is None:
+            raise InputError("no bundle is loaded: send a load request first")
+        request = json.loads(request_json)
+        options = dict(request.get("options") or {})
+
+        def on_event(event) -> None:
+            if event.text or event.token_ids:
+                emit(json.dumps({"text": event.text, "tokenIds": event.token_ids}))
+
+        def cancelled() -> bool:
+            # one macrotask turn lets the worker take a cancel message between steps
+            return bool(run_sync(onnxpipe_js.checkCancelled()))
+
+        if request.get("messages"):
+            result = _pipeline.chat(request["messages"], on_event=on_event, cancel=cancelled, **options)
+        else:
+            result = _pipeline.generate(prompt=request.get("prompt"), input_ids=request.get("inputIds"),
+                                        on_event=on_event, cancel=cancelled, **options)
+        return json.dumps({"result": result.to_dict()})
+    except Exception as exc:
+        return error_json(exc)
+
+
+def dispose() -> str:
+    global _pipeline
+    if _pipeline is not None:
+        _pipeline.reset()
+    _pipeline = None
+    return "{}"

@@ -1,0 +1,124 @@
+// The page's only way to talk to the runtime worker: typed requests in, typed events out.
+
+import type {
+  ChatMessage, Event, ExecutionProvider, GenerationResult, LoadedInfo, Request, SearchOptions,
+} from './protocol';
+
+export class RuntimeError extends Error {
+  constructor(readonly kind: string, message: string) {
+    super(message);
+    this.name = 'RuntimeError';
+  }
+}
+
+export interface LoadOptions {
+  ep?: ExecutionProvider;
+  variant?: string;
+  onProgress?: (event: Extract<Event, { type: 'progress' }>) => void;
+}
+
+export interface GenerateRequest {
+  messages?: ChatMessage[];
+  prompt?: string;
+  inputIds?: number[];
+  options?: SearchOptions;
+  onToken?: (text: string, tokenIds: number[]) => void;
+}
+
+type Pending = {
+  resolve: (value: unknown) => void;
+  reject: (error: RuntimeError) => void;
+  onEvent?: (event: Event) => void;
+};
+
+export class RuntimeClient {
+  private readonly worker: Worker;
+  private nextId = 1;
+  private readonly pending = new Map<number, Pending>();
+  private generating: number | null = null;
+
+  constructor(worker?: Worker) {
+    this.worker =
+      worker ?? new Worker(new URL('../../workers/runtime.worker.ts', import.meta.url), { type: 'module' });
+    this.worker.onmessage = (message: MessageEvent<Event>) => this.dispatch(message.data);
+    this.worker.onerror = (error) => {
+      for (const [id, p] of this.pending) {
+        p.reject(new RuntimeError('internal', `worker failed: ${error.message}`));
+        this.pending.delete(id);
+      }
+    };
+  }
+
+  private dispatch(event: Event): void {
+    const pending = this.pending.get(event.id);
+    if (!pending) return;
+    switch (event.type) {
+      case 'progress':
+      case 'token':
+        pending.onEvent?.(event);
+        return;
+      case 'error':
+        this.pending.delete(event.id);
+        pending.reject(new RuntimeError(event.kind, event.message));
+        return;
+      case 'loaded':
+        this.pending.delete(event.id);
+        pending.resolve(event.info);
+        return;
+      case 'done':
+        this.pending.delete(event.id);
+        pending.resolve(event.result);
+        return;
+      case 'cancelled':
+      case 'disposed':
+        this.pending.delete(event.id);
+        pending.resolve(null);
+        return;
+    }
+  }
+
+  private send<T>(request: Request, onEvent?: (event: Event) => void): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.pending.set(request.id, { resolve: resolve as (v: unknown) => void, reject, onEvent });
+      this.worker.postMessage(request);
+    });
+  }
+
+  /** Fetch (with progress), verify and cache a bundle, then open its sessions. */
+  load(bundleUrl: string, options: LoadOptions = {}): Promise<LoadedInfo> {
+    const request: Request = { type: 'load', id: this.nextId++, bundleUrl, ep: options.ep, variant: options.variant };
+    return this.send<LoadedInfo>(request, (event) => {
+      if (event.type === 'progress') options.onProgress?.(event);
+    });
+  }
+
+  /** Generate; chat messages continue the worker's conversation state. */
+  async generate(request: GenerateRequest): Promise<GenerationResult> {
+    const id = this.nextId++;
+    this.generating = id;
+    const message: Request = {
+      type: 'generate', id, messages: request.messages, prompt: request.prompt,
+      inputIds: request.inputIds, options: request.options,
+    };
+    try {
+      return await this.send<GenerationResult>(message, (event) => {
+        if (event.type === 'token') request.onToken?.(event.text, event.tokenIds);
+      });
+    } finally {
+      if (this.generating === id) this.generating = null;
+    }
+  }
+
+  /** Stop the running generation within one step; its promise resolves with what was made. */
+  cancel(): Promise<void> {
+    return this.send<void>({ type: 'cancel', id: this.nextId++ });
+  }
+
+  dispose(): Promise<void> {
+    return this.send<void>({ type: 'dispose', id: this.nextId++ });
+  }
+
+  terminate(): void {
+    this.worker.terminate();
+  }
+}

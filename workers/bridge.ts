@@ -1,0 +1,94 @@
+// What Python (py/onnxpipe/backends/web.py, text/web.py, web_entry.py) calls in JavaScript,
+// registered in Pyodide as the module `onnxpipe_js`. Keep it small: tensors, files, text.
+
+import { Template } from '@huggingface/jinja';
+import { Tokenizer } from '@huggingface/tokenizers';
+import * as ort from 'onnxruntime-web';
+
+type Dtype = 'float32' | 'float16' | 'int64' | 'int32' | 'int8' | 'uint8' | 'bool';
+
+/** Bytes of bundle files fetched by the worker, by bundle-relative path. */
+export const files = new Map<string, Uint8Array>();
+let cancelRequested = false;
+const templates = new Map<string, Template>();
+const tick = new MessageChannel();
+
+function typed(dtype: Dtype, values: ArrayLike<number>): ort.Tensor['data'] {
+  switch (dtype) {
+    case 'int64': return BigInt64Array.from(values as ArrayLike<number>, (v) => BigInt(v));
+    case 'int32': return Int32Array.from(values);
+    case 'int8': return Int8Array.from(values);
+    case 'uint8': return Uint8Array.from(values);
+    case 'bool': return Uint8Array.from(values);
+    case 'float16': throw new Error('float16 tensors from Python are not supported');
+    default: return Float32Array.from(values);
+  }
+}
+
+export function setCancel(value: boolean): void {
+  cancelRequested = value;
+}
+
+export const bridge = {
+  getFile(path: string): Uint8Array {
+    const data = files.get(path);
+    if (!data) throw new Error(`bundle file "${path}" was not fetched (is it in manifest.json?)`);
+    return data;
+  },
+  tensor(dtype: Dtype, values: number[], dims: number[]): ort.Tensor {
+    return new ort.Tensor(dtype, typed(dtype, values), dims);
+  },
+  full(dtype: Dtype, dims: number[], value: number): ort.Tensor {
+    const size = dims.reduce((a, b) => a * b, 1);
+    const data = typed(dtype, []);
+    const filled = new (data.constructor as { new (n: number): typeof data })(size);
+    (filled as { fill: (v: unknown) => void }).fill(dtype === 'int64' ? BigInt(value) : value);
+    return new ort.Tensor(dtype, filled, dims);
+  },
+  toArray(tensor: ort.Tensor): number[] {
+    return Array.from(tensor.data as ArrayLike<number | bigint>, (v) => Number(v));
+  },
+  async download(tensor: ort.Tensor): Promise<number[]> {
+    const data = await tensor.getData();
+    return Array.from(data as ArrayLike<number | bigint>, (v) => Number(v));
+  },
+  makeTokenizer(tokenizerJson: string, configJson: string) {
+    const tokenizer = new Tokenizer(JSON.parse(tokenizerJson), JSON.parse(configJson));
+    const special = [...tokenizer.get_added_tokens_decoder().entries()]
+      .filter(([, token]) => (token as unknown as { special?: boolean }).special)
+      .map(([id]) => id);
+    const vocab = tokenizer.get_vocab(true);
+    const byteFallback: number[] = [];
+    for (let b = 0; b < 256; b++) {
+      const id = vocab.get(`<0x${b.toString(16).toUpperCase().padStart(2, '0')}>`);
+      if (id !== undefined) byteFallback.push(id);
+    }
+    return {
+      encode: (text: string, addSpecial: boolean): number[] =>
+        tokenizer.encode(text, { add_special_tokens: addSpecial }).ids,
+      decode: (ids: number[], skipSpecial: boolean): string =>
+        tokenizer.decode(ids, { skip_special_tokens: skipSpecial }),
+      tokenToId: (token: string): number => tokenizer.token_to_id(token) ?? -1,
+      specialIds: (): number[] => special,
+      byteFallbackIds: (): number[] => byteFallback,
+      vocabSize: (): number => vocab.size,
+    };
+  },
+  renderChatTemplate(source: string, contextJson: string): string {
+    let template = templates.get(source);
+    if (!template) {
+      template = new Template(source);
+      templates.set(source, template);
+    }
+    const context = JSON.parse(contextJson) as Record<string, unknown>;
+    context.raise_exception = (message: string) => { throw new Error(message); };
+    return template.render(context);
+  },
+  /** Resolves after one macrotask turn (so a cancel message can arrive) with the flag. */
+  checkCancelled(): Promise<boolean> {
+    return new Promise((resolve) => {
+      tick.port1.onmessage = () => resolve(cancelRequested);
+      tick.port2.postMessage(0);
+    });
+  },
+};

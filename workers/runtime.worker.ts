@@ -1,0 +1,140 @@
+// The runtime worker: Pyodide + onnxruntime-web + the onnxpipe wheel, all from this origin.
+// Speaks the protocol in web/src/protocol.ts. ORT's own thread workers re-run this module
+// (Vite bundles it as their script), so the entry is guarded by the worker's name.
+
+import * as ort from 'onnxruntime-web';
+
+import type { Event, Request } from '../web/src/protocol';
+import { bridge, files, setCancel } from './bridge';
+import { LoadError, isLarge, loadBundle } from './bundle-loader';
+
+interface PyFunction {
+  callPromising(...args: unknown[]): Promise<string>;
+}
+interface Pyodide {
+  loadPackage(name: string): Promise<unknown>;
+  registerJsModule(name: string, module: object): void;
+  pyimport(name: string): Record<string, PyFunction>;
+  FS: { mkdirTree(path: string): void; writeFile(path: string, data: Uint8Array): void; rmdir(path: string): void };
+}
+
+const post = (event: Event): void => self.postMessage(event);
+let runtime: Promise<{ py: Pyodide; entry: Record<string, PyFunction>; bootMs: number }> | null = null;
+let busy = false;
+
+async function boot(): Promise<{ py: Pyodide; entry: Record<string, PyFunction>; bootMs: number }> {
+  const start = performance.now();
+  const origin = self.location.origin;
+  const { loadPyodide } = (await import(/* @vite-ignore */ `${origin}/pyodide/pyodide.mjs`)) as {
+    loadPyodide: (options: object) => Promise<Pyodide>;
+  };
+  const py = await loadPyodide({ indexURL: `${origin}/pyodide/`, lockFileURL: `${origin}/pyodide/pyodide-lock.json` });
+  await py.loadPackage('onnxpipe');
+  ort.env.wasm.numThreads = self.crossOriginIsolated ? Math.min(2, navigator.hardwareConcurrency || 1) : 1;
+  py.registerJsModule('ort', ort);
+  py.registerJsModule('onnxpipe_js', bridge);
+  return { py, entry: py.pyimport('onnxpipe.web_entry'), bootMs: performance.now() - start };
+}
+
+async function availableProviders(): Promise<string[]> {
+  const gpu = (navigator as Navigator & { gpu?: { requestAdapter(): Promise<unknown> } }).gpu;
+  const adapter = gpu ? await gpu.requestAdapter().catch(() => null) : null;
+  return adapter ? ['webgpu', 'wasm'] : ['wasm'];
+}
+
+function fail(id: number, error: unknown): void {
+  if (error instanceof LoadError) {
+    post({ type: 'error', id, kind: error.kind, message: error.message });
+  } else {
+    post({ type: 'error', id, kind: 'internal', message: error instanceof Error ? error.message : String(error) });
+  }
+}
+
+/** Python answers with {"error": {kind, message}} or the payload; turn it into an event. */
+function fromPython<T>(id: number, json: string, key: string): T | null {
+  const reply = JSON.parse(json) as Record<string, unknown> & { error?: { kind: Event extends never ? never : string; message: string } };
+  if (reply.error) {
+    post({ type: 'error', id, kind: reply.error.kind as never, message: reply.error.message });
+    return null;
+  }
+  return (key ? reply[key] : reply) as T;
+}
+
+async function load(request: Extract<Request, { type: 'load' }>): Promise<void> {
+  const { id } = request;
+  runtime ??= boot();
+  post({ type: 'progress', id, phase: 'boot', file: 'pyodide', loaded: 0, total: 0, percent: 0 });
+  const { py, entry, bootMs } = await runtime;
+  const base = new URL(request.bundleUrl.endsWith('/') ? request.bundleUrl : `${request.bundleUrl}/`, self.location.href);
+  const warnings: string[] = [];
+  const fetched = await loadBundle(base, (phase, file, loaded, total) => {
+    post({ type: 'progress', id, phase, file, loaded, total, percent: total ? (100 * loaded) / total : 100 });
+  }, warnings);
+  const name = base.pathname.split('/').filter(Boolean).pop() ?? 'bundle';
+  const dir = `/bundles/${name}`;
+  files.clear();
+  for (const [path, data] of fetched) {
+    const target = `${dir}/${path}`;
+    py.FS.mkdirTree(target.slice(0, target.lastIndexOf('/')));
+    py.FS.writeFile(target, isLarge(path) ? new Uint8Array(0) : data);  // big files stay in JS
+    files.set(path, data);
+  }
+  post({ type: 'progress', id, phase: 'session', file: name, loaded: 0, total: 0, percent: 100 });
+  const options = { ep: request.ep, variant: request.variant, available: await availableProviders() };
+  const info = fromPython<Record<string, unknown>>(id, await entry.open_bundle.callPromising(dir, JSON.stringify(options)), '');
+  if (info) {
+    post({
+      type: 'loaded', id,
+      info: { ...(info as object), bundle: name, warnings: [...warnings, ...((info.warnings as string[]) ?? [])], bootMs } as never,
+    });
+  }
+}
+
+async function generate(request: Extract<Request, { type: 'generate' }>): Promise<void> {
+  const { id } = request;
+  if (!runtime) {
+    post({ type: 'error', id, kind: 'input', message: 'no bundle is loaded: send a load request first' });
+    return;
+  }
+  const { entry } = await runtime;
+  const emit = (json: string): void => {
+    const event = JSON.parse(json) as { text: string; tokenIds: number[] };
+    post({ type: 'token', id, text: event.text, tokenIds: event.tokenIds });
+  };
+  setCancel(false);
+  const payload = JSON.stringify({ messages: request.messages, prompt: request.prompt, inputIds: request.inputIds, options: request.options });
+  const result = fromPython<never>(id, await entry.generate.callPromising(payload, emit), 'result');
+  if (result) post({ type: 'done', id, result });
+}
+
+async function handle(request: Request): Promise<void> {
+  switch (request.type) {
+    case 'cancel':
+      setCancel(true);
+      post({ type: 'cancelled', id: request.id });
+      return;
+    case 'dispose':
+      if (runtime) await (await runtime).entry.dispose.callPromising();
+      files.clear();
+      post({ type: 'disposed', id: request.id });
+      return;
+    case 'load':
+    case 'generate':
+      if (busy) {
+        post({ type: 'error', id: request.id, kind: 'input', message: `busy: finish or cancel the running request before "${request.type}"` });
+        return;
+      }
+      busy = true;
+      try {
+        await (request.type === 'load' ? load(request) : generate(request));
+      } finally {
+        busy = false;
+      }
+  }
+}
+
+if (!self.name?.startsWith('em-pthread')) {
+  self.onmessage = (message: MessageEvent<Request>) => {
+    handle(message.data).catch((error: unknown) => fail(message.data.id, error));
+  };
+}
