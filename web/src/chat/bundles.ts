@@ -1,0 +1,43 @@
+// Which model bundles the page offers: /models/index.json when served, else the default one.
+
+export interface BundleEntry {
+  name: string;
+  label: string;
+  url: string;
+}
+
+export const DEFAULT_BUNDLE = 'smollm2-135m-instruct';
+
+/** Bundle folders are resolved against the page, so the app also works under a sub-path. */
+export function bundleUrl(name: string): string {
+  return new URL(`models/${encodeURIComponent(name)}/`, document.baseURI).href;
+}
+
+function entry(raw: unknown): BundleEntry | null {
+  if (typeof raw === 'string' && raw) return { name: raw, label: raw, url: bundleUrl(raw) };
+  if (typeof raw !== 'object' || raw === null) return null;
+  const item = raw as Record<string, unknown>;
+  if (typeof item.name !== 'string' || !item.name) return null;
+  const url = typeof item.url === 'string' ? new URL(item.url, document.baseURI).href : bundleUrl(item.name);
+  const label = typeof item.label === 'string' ? item.label : item.name;
+  return { name: item.name, label, url };
+}
+
+/**
+ * Accepted index.json shapes: ["name", ...], or {"bundles": [...]} whose items are names or
+ * {"name", "url"?, "label"?}. Anything else (missing, HTML fallback, bad JSON) -> the default.
+ */
+export async function listBundles(): Promise<BundleEntry[]> {
+  const fallback = [entry(DEFAULT_BUNDLE) as BundleEntry];
+  try {
+    const response = await fetch(new URL('models/index.json', document.baseURI), { cache: 'no-cache' });
+    if (!response.ok) return fallback;
+    const data: unknown = JSON.parse(await response.text());
+    const items = Array.isArray(data) ? data : (data as { bundles?: unknown } | null)?.bundles;
+    if (!Array.isArray(items)) return fallback;
+    const entries = items.map(entry).filter((e): e is BundleEntry => e !== null);
+    return entries.length ? entries : fallback;
+  } catch {
+    return fallback;
+  }
+}

@@ -1,0 +1,108 @@
+// Bundle picker, execution-provider picker, Load button, progress and the loaded-model status.
+
+import type { ExecutionProvider, LoadedInfo } from '../protocol';
+import type { BundleEntry } from './bundles';
+import { el, labelled } from './dom';
+import { formatMs } from './format';
+import { ProgressView } from './progress';
+
+/** WebGPU is offered only where the browser exposes it. */
+export function availableProviders(): ExecutionProvider[] {
+  return 'gpu' in navigator && navigator.gpu ? ['wasm', 'webgpu'] : ['wasm'];
+}
+
+const EP_LABEL: Record<ExecutionProvider, string> = { wasm: 'WASM (CPU)', webgpu: 'WebGPU' };
+
+/** Warnings worth showing: the worker's own, plus any session not on the requested provider. */
+export function loadWarnings(info: LoadedInfo, requested: ExecutionProvider): string[] {
+  const warnings = [...info.warnings];
+  for (const [name, session] of Object.entries(info.sessions)) {
+    if (!session.provider.toLowerCase().includes(requested)) {
+      const note = `Session "${name}" runs on ${session.provider}, not ${EP_LABEL[requested]} as requested.`;
+      if (!warnings.some((w) => w.includes(`"${name}"`) && w.includes(session.provider))) warnings.push(note);
+    }
+  }
+  return warnings;
+}
+
+export class LoaderPanel {
+  readonly root: HTMLElement;
+  readonly progress = new ProgressView();
+  private readonly bundleSelect: HTMLSelectElement;
+  private readonly epSelect: HTMLSelectElement;
+  private readonly button: HTMLButtonElement;
+  private readonly status: HTMLElement;
+  private readonly warnings: HTMLUListElement;
+  private bundles: BundleEntry[] = [];
+
+  constructor(onLoad: () => void) {
+    this.bundleSelect = el('select', { 'data-testid': 'bundle-select', name: 'bundle' });
+    this.epSelect = el('select', { 'data-testid': 'ep-select', name: 'ep' });
+    for (const ep of availableProviders()) this.epSelect.append(el('option', { value: ep, text: EP_LABEL[ep] }));
+    this.button = el('button', { type: 'submit', class: 'primary', 'data-testid': 'load-button', text: 'Load' });
+    this.status = el('p', { class: 'load-status', 'data-testid': 'load-status', role: 'status', text: 'No model loaded.' });
+    this.warnings = el('ul', { class: 'load-warnings', 'data-testid': 'load-warnings', role: 'alert', hidden: true });
+    const form = el('form', { class: 'loader-form', 'aria-label': 'Model' },
+      labelled('Model bundle', this.bundleSelect),
+      labelled('Execution provider', this.epSelect),
+      this.button);
+    form.addEventListener('submit', (event) => {
+      event.preventDefault();
+      onLoad();
+    });
+    this.root = el('section', { class: 'loader', 'aria-label': 'Model loading' },
+      form, this.status, this.warnings, this.progress.root);
+  }
+
+  setBundles(bundles: BundleEntry[]): void {
+    this.bundles = bundles;
+    this.bundleSelect.replaceChildren(
+      ...bundles.map((b) => el('option', { value: b.name, text: b.label })));
+  }
+
+  get bundle(): BundleEntry | undefined {
+    return this.bundles.find((b) => b.name === this.bundleSelect.value) ?? this.bundles[0];
+  }
+
+  get ep(): ExecutionProvider {
+    return this.epSelect.value === 'webgpu' ? 'webgpu' : 'wasm';
+  }
+
+  /** Pickers and button are locked while loading or generating. */
+  setBusy(busy: boolean, loaded: boolean): void {
+    this.bundleSelect.disabled = busy;
+    this.epSelect.disabled = busy;
+    this.button.disabled = busy || this.bundles.length === 0;
+    this.button.textContent = loaded ? 'Reload' : 'Load';
+  }
+
+  showLoading(bundle: BundleEntry, ep: ExecutionProvider): void {
+    this.progress.reset();
+    this.setWarnings([]);
+    this.status.dataset.state = 'loading';
+    this.status.textContent = `Loading ${bundle.label} on ${EP_LABEL[ep]}…`;
+  }
+
+  showLoaded(info: LoadedInfo, ep: ExecutionProvider): void {
+    this.progress.finish(true);
+    this.status.dataset.state = 'loaded';
+    const sessions = Object.entries(info.sessions)
+      .map(([name, s]) => `${name}: ${s.provider} (${s.file})`).join(', ');
+    const template = info.hasChatTemplate ? '' : ' · no chat template';
+    this.status.textContent =
+      `Loaded ${info.bundle} in ${formatMs(info.loadMs)} (runtime boot ${formatMs(info.bootMs)}) · ` +
+      `${info.structure} · ${sessions || 'no sessions'}${template}`;
+    this.setWarnings(loadWarnings(info, ep));
+  }
+
+  showFailed(message: string): void {
+    this.progress.finish(false);
+    this.status.dataset.state = 'failed';
+    this.status.textContent = `Load failed: ${message}`;
+  }
+
+  private setWarnings(warnings: string[]): void {
+    this.warnings.replaceChildren(...warnings.map((w) => el('li', { text: w })));
+    this.warnings.hidden = warnings.length === 0;
+  }
+}

@@ -1,0 +1,65 @@
+// One line of generation figures: live while streaming, then the worker's own numbers.
+
+import type { GenerationResult } from '../protocol';
+import { el } from './dom';
+import { formatMs } from './format';
+
+export class StatsLine {
+  readonly root: HTMLElement;
+  private started = 0;
+  private firstToken = 0;
+  private tokens = 0;
+
+  constructor() {
+    this.root = el('p', { class: 'stats', 'data-testid': 'stats', 'aria-live': 'off' });
+  }
+
+  start(): void {
+    this.started = performance.now();
+    this.firstToken = 0;
+    this.tokens = 0;
+    this.root.dataset.state = 'generating';
+    this.set(['generating…'], {});
+  }
+
+  /** Count streamed tokens; the live rate is measured from the first token (after prefill). */
+  onToken(count: number): void {
+    const now = performance.now();
+    if (this.firstToken === 0) this.firstToken = now;
+    this.tokens += count;
+    const elapsed = (now - this.firstToken) / 1000;
+    const rate = elapsed > 0 ? (this.tokens - 1) / elapsed : 0;
+    this.set([
+      `${rate > 0 ? rate.toFixed(1) : '–'} tok/s`,
+      `first token ${formatMs(this.firstToken - this.started)}`,
+      `${this.tokens} tokens`,
+    ], {});
+  }
+
+  show(result: GenerationResult): void {
+    this.root.dataset.state = 'done';
+    const prompt = `prompt ${result.prompt_tokens}` + (result.cached_tokens ? `, ${result.cached_tokens} cached` : '');
+    this.set([
+      `${result.decode_tokens_per_s.toFixed(1)} tok/s`,
+      `prefill ${formatMs(result.prefill_ms)}`,
+      `${result.tokens.length} tokens (${prompt})`,
+      `finish: ${result.finish_reason ?? 'none'}`,
+    ], {
+      tokensPerS: result.decode_tokens_per_s.toFixed(2),
+      prefillMs: result.prefill_ms.toFixed(1),
+      tokens: String(result.tokens.length),
+      finishReason: result.finish_reason ?? '',
+    });
+  }
+
+  clear(): void {
+    this.root.dataset.state = 'idle';
+    this.set([], {});
+  }
+
+  private set(parts: string[], data: Record<string, string>): void {
+    for (const key of ['tokensPerS', 'prefillMs', 'tokens', 'finishReason']) delete this.root.dataset[key];
+    Object.assign(this.root.dataset, data);
+    this.root.textContent = parts.join(' · ');
+  }
+}

@@ -1,0 +1,72 @@
+// Chat page entry: builds the DOM, starts the runtime worker client, wires the controller.
+
+import './styles.css';
+import { RuntimeClient } from './client';
+import { listBundles } from './chat/bundles';
+import { Composer } from './chat/composer';
+import { ChatController, type ChatView } from './chat/controller';
+import { el } from './chat/dom';
+import { ErrorBanner } from './chat/error-banner';
+import { describeError } from './chat/format';
+import { LoaderPanel } from './chat/loader';
+import { MessageList } from './chat/messages';
+import { SamplingControls } from './chat/sampling';
+import { initialState, type ChatState } from './chat/state';
+import { StatsLine } from './chat/stats';
+
+declare global {
+  interface Window {
+    /** Test hooks: the live client and the page state (mutated in place). */
+    __onnxpipe?: { client: RuntimeClient | null; state: ChatState; controller: ChatController | null };
+  }
+}
+
+function buildView(actions: {
+  load: () => void; send: () => void; stop: () => void; newChat: () => void;
+}): ChatView {
+  const loader = new LoaderPanel(actions.load);
+  const messages = new MessageList();
+  const composer = new Composer(actions);
+  const sampling = new SamplingControls();
+  const stats = new StatsLine();
+  const error = new ErrorBanner();
+  const root = el('div', { class: 'app', 'data-testid': 'app', 'data-status': 'idle' },
+    el('header', { class: 'app-header' },
+      el('h1', { text: 'onnxpipe chat' }),
+      el('p', { class: 'tagline', text: 'A generative ONNX pipeline running in your browser' })),
+    el('div', { class: 'app-body' },
+      el('main', { class: 'chat' }, error.root, messages.root, stats.root, composer.root),
+      el('aside', { class: 'side' }, loader.root, sampling.root)));
+  return { root, loader, messages, composer, sampling, stats, error };
+}
+
+function start(): void {
+  const state = initialState();
+  let controller: ChatController | null = null;
+  const view = buildView({
+    load: () => void controller?.load(),
+    send: () => void controller?.send(),
+    stop: () => void controller?.stop(),
+    newChat: () => controller?.newChat(),
+  });
+  const mount = document.getElementById('app') ?? document.body.appendChild(el('div', { id: 'app' }));
+  mount.replaceChildren(view.root);
+
+  let client: RuntimeClient | null = null;
+  try {
+    client = new RuntimeClient();
+    controller = new ChatController(client, state, view);
+    controller.setStatus('idle');
+  } catch (e) {
+    view.error.show(describeError(e), 'The runtime worker could not start');
+    view.loader.setBusy(true, false);
+  }
+  window.__onnxpipe = { client, state, controller };
+
+  void listBundles().then((bundles) => {
+    view.loader.setBundles(bundles);
+    if (controller) controller.setStatus(state.status);
+  });
+}
+
+start();
