@@ -7,13 +7,48 @@ STAMP := $(VENV)/.installed
 SMOLLM2 := public/models/smollm2-135m-instruct
 export PYTHONPATH := $(CURDIR)/py:$(CURDIR)
 
-.PHONY: demo test models fixtures bench setup clean-models
+CHROMIUM := /usr/bin/chromium
+NODE_STAMP := node_modules/.installed
+PORT ?= 8080
+export DEBIAN_FRONTEND := noninteractive
 
-demo: models ## prepare the demo model and chat with it in the terminal
+.PHONY: demo chat test models fixtures bench setup clean-models web web-deps node-deps typecheck e2e
+
+demo: models web ## build the site and serve the chat demo on http://127.0.0.1:$(PORT)/
+	$(PY) tools/serve.py --port $(PORT)
+
+chat: models ## prepare the demo model and chat with it in the terminal
 	$(PY) -m onnxpipe chat $(SMOLLM2)
 
-test: models fixtures ## every test
+test: models fixtures web-deps web ## every test: pytest, then typecheck and the browser tests
 	$(PY) -m pytest tests/py -q -p no:cacheprovider
+	$(MAKE) --no-print-directory typecheck
+	ONNXPIPE_E2E_DIST=dist node --test tests/e2e/
+
+e2e: web-deps web ## only the browser tests (over a fresh dist/)
+	ONNXPIPE_E2E_DIST=dist node --test tests/e2e/
+
+typecheck: node-deps
+	node_modules/.bin/tsc -p tsconfig.json
+	node_modules/.bin/tsc -p tsconfig.worker.json
+
+web-deps: node-deps ## Chromium (Debian package) for the browser tests + node_modules
+	@test -x $(CHROMIUM) || { \
+	  SUDO=$$(test "$$(id -u)" = 0 || echo sudo); \
+	  $$SUDO apt-get update -q && $$SUDO apt-get install -y -q --no-install-recommends chromium; }
+	@test -x $(CHROMIUM)
+
+node-deps: $(NODE_STAMP)
+
+# npm ci (clean install from package-lock.json) whenever the manifests are newer than the install
+$(NODE_STAMP): package.json package-lock.json
+	@command -v npm >/dev/null || { echo "node 20+ and npm are needed (https://nodejs.org)"; exit 1; }
+	npm ci --no-audit --no-fund
+	touch $@
+
+web: $(STAMP) node-deps ## build the site into dist/: the onnxpipe wheel + pyodide-lock.json, then vite build
+	$(PY) tools/build_pyodide_lock.py
+	node_modules/.bin/vite build
 
 bench: models ## decode speed side by side, as ratios
 	$(PY) bench/decode_speed.py $(SMOLLM2)

@@ -35,6 +35,9 @@ export const bridge = {
     if (!data) throw new Error(`bundle file "${path}" was not fetched (is it in manifest.json?)`);
     return data;
   },
+  hasFile(path: string): boolean {
+    return files.has(path);
+  },
   tensor(dtype: Dtype, values: number[], dims: number[]): ort.Tensor {
     return new ort.Tensor(dtype, typed(dtype, values), dims);
   },

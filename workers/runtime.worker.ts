@@ -37,7 +37,7 @@ async function boot(): Promise<{ py: Pyodide; entry: Record<string, PyFunction>;
 }
 
 async function availableProviders(): Promise<string[]> {
-  const gpu = (navigator as Navigator & { gpu?: { requestAdapter(): Promise<unknown> } }).gpu;
+  const gpu = (navigator as WorkerNavigator & { gpu?: { requestAdapter(): Promise<unknown> } }).gpu;
   const adapter = gpu ? await gpu.requestAdapter().catch(() => null) : null;
   return adapter ? ['webgpu', 'wasm'] : ['wasm'];
 }

@@ -75,6 +75,9 @@ class WebBackend:
         if provider == "webgpu":
             opts.setdefault("preferredOutputLocation", "gpu-buffer")   # KV stays on the GPU
         data_dir = os.path.dirname(rel)
+        if not external_data:   # the usual name when the config doesn't list them (v1 bundles)
+            external_data = [os.path.basename(rel) + suffix for suffix in (".data", "_data")
+                             if onnxpipe_js.hasFile(rel + suffix)]
         if external_data:
             opts["externalData"] = [
                 {"path": os.path.basename(f), "data": onnxpipe_js.getFile(f"{data_dir}/{f}".lstrip("/"))}
@@ -111,8 +114,7 @@ class WebBackend:
 
     def dispose(self, tensor) -> None:
         if tensor is not None:
-            tensor.dispose()
-            tensor.destroy()
+            tensor.dispose()   # frees GPU buffers / wasm memory now; the proxy goes with Python's GC
 
     # ---- running -----------------------------------------------------------------------
 

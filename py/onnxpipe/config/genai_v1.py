@@ -57,7 +57,8 @@ def translate(genai: dict[str, Any], file: str = FILE) -> dict[str, Any]:
     session: dict[str, Any] = {"file": decoder["filename"]}
     options = dict(decoder.get("session_options", {}))
     providers = [next(iter(p)) for p in options.pop("provider_options", []) if p]
-    session["execution_provider"] = providers or ["cpu"]
+    if providers:   # none listed means "the default one", whichever engine runs it
+        session["execution_provider"] = providers
     options.pop("log_id", None)
     if options:
         session["session_options"] = options

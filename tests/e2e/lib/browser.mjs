@@ -1,0 +1,143 @@
+// Shared end-to-end helpers: build the site, serve it with tools/serve.py, launch Debian
+// Chromium through playwright-core with the network closed except for 127.0.0.1.
+//
+//   const site = await siteDir();                       // dist/ built fresh (or ONNXPIPE_E2E_DIST)
+//   const server = await startServer({ root: site, mounts: { '/e2e/': 'tests/e2e/fixtures' } });
+//   const { browser, context, offsite } = await launchBrowser();
+//   ... context.newPage(), page.goto(server.url + 'e2e/boot.html') ...
+//   assert.deepEqual(offsite, []);                      // nothing tried to leave 127.0.0.1
+//   await browser.close(); await server.stop();
+import { spawn, execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import readline from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
+export const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
+export const CHROMIUM_FLAGS = [
+  '--headless=new',
+  '--no-sandbox',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+
+export function python() {
+  if (process.env.PYTHON) return process.env.PYTHON;
+  const venv = path.join(ROOT, '.venv', 'bin', 'python');
+  return fs.existsSync(venv) ? venv : 'python3';
+}
+
+/** Run a fresh `vite build` into outDir (default: a private folder under build/e2e/). */
+export function buildSite(outDir = path.join(ROOT, 'build', 'e2e', `dist-${process.pid}`)) {
+  const t0 = performance.now();
+  execFileSync(process.execPath, [path.join(ROOT, 'node_modules', 'vite', 'bin', 'vite.js'), 'build', '--outDir', outDir, '--logLevel', 'warn'], {
+    cwd: ROOT,
+    stdio: ['ignore', 'inherit', 'inherit'],
+    env: { ...process.env, CI: 'true' },
+  });
+  process.stderr.write(`# vite build -> ${path.relative(ROOT, outDir)} in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`);
+  return outDir;
+}
+
+let built;
+/**
+ * The built site to test. `make test` builds dist/ once (make web) and sets ONNXPIPE_E2E_DIST;
+ * a bare `node --test tests/e2e/` builds fresh into build/e2e/dist-<pid>/ (removed at exit), so
+ * test files running in parallel never share an output folder.
+ */
+export function siteDir() {
+  if (built) return built;
+  const given = process.env.ONNXPIPE_E2E_DIST;
+  if (given) {
+    built = path.resolve(ROOT, given);
+    if (!fs.existsSync(path.join(built, 'index.html'))) throw new Error(`ONNXPIPE_E2E_DIST=${given}: no index.html (run make web)`);
+    return built;
+  }
+  built = buildSite();
+  process.on('exit', () => fs.rmSync(built, { recursive: true, force: true }));
+  return built;
+}
+
+/**
+ * Start tools/serve.py on a free port. mounts: {'/prefix/': 'dir relative to repo root'}.
+ * Resolves to {url: 'http://127.0.0.1:PORT/', port, stop()}.
+ */
+export async function startServer({ root = siteDir(), models, mounts = {} } = {}) {
+  const args = [path.join(ROOT, 'tools', 'serve.py'), '--port', '0', '--quiet', '--root', root];
+  if (models) args.push('--models', models);
+  for (const [prefix, dir] of Object.entries(mounts)) args.push('--mount', `${prefix}=${dir}`);
+  const proc = spawn(python(), args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+  const lines = readline.createInterface({ input: proc.stdout });
+  const url = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('tools/serve.py did not start in 15 s')), 15000);
+    proc.once('exit', (code) => reject(new Error(`tools/serve.py exited (${code})`)));
+    lines.on('line', (line) => {
+      const m = /^serving (http:\/\/\S+)/.exec(line);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]);
+      }
+    });
+  });
+  lines.on('line', () => {}); // keep draining
+  const stop = () =>
+    new Promise((resolve) => {
+      if (proc.exitCode !== null || proc.signalCode !== null) return resolve();
+      proc.once('exit', () => resolve());
+      proc.kill('SIGTERM');
+    });
+  return { url, port: Number(new URL(url).port), proc, stop };
+}
+
+function isLocal(url) {
+  let u;
+  try {
+    u = new URL(url);
+  } catch {
+    return false;
+  }
+  if (u.protocol === 'data:' || u.protocol === 'blob:' || u.protocol === 'about:') return true;
+  return u.hostname === '127.0.0.1';
+}
+
+/**
+ * Launch Chromium (fresh profile: Playwright gives every launch a new temporary
+ * --user-data-dir) and one context whose every request not to 127.0.0.1 is aborted and
+ * recorded in `offsite` (assert it stays empty). `logs` gathers page/worker console lines.
+ */
+export async function launchBrowser({ args = [], contextOptions = {} } = {}) {
+  if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} missing: run make web-deps`);
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [...CHROMIUM_FLAGS, ...args],
+    env: { ...process.env, TMPDIR: os.tmpdir() },
+  });
+  const context = await browser.newContext(contextOptions);
+  const offsite = [];
+  const logs = [];
+  await context.route('**/*', (route) => {
+    const url = route.request().url();
+    if (isLocal(url)) return route.continue();
+    if (!offsite.includes(url)) offsite.push(url);
+    return route.abort('blockedbyclient');
+  });
+  context.on('request', (req) => {
+    if (!isLocal(req.url()) && !offsite.includes(req.url())) offsite.push(req.url());
+  });
+  context.on('page', (page) => {
+    page.on('console', (msg) => logs.push(`[page ${msg.type()}] ${msg.text()}`));
+    page.on('pageerror', (err) => logs.push(`[page error] ${err.message}`));
+    page.on('websocket', (ws) => {
+      if (!isLocal(ws.url())) offsite.push(ws.url());
+    });
+    page.on('worker', (w) => logs.push(`[worker] ${w.url()}`));
+  });
+  return { browser, context, offsite, logs };
+}

@@ -1,0 +1,128 @@
+"""Serve the built site (dist/) the way the Vite dev server does (docs/browser-runtime.md).
+
+    python tools/serve.py [--port 8080] [--host 127.0.0.1] [--root dist]
+                          [--mount /models/=public/models] [--mount /e2e/=tests/e2e/fixtures]
+
+- every response carries COOP: same-origin, COEP: require-corp, CORP: same-origin
+  (cross-origin isolation, so onnxruntime-web can use threads);
+- .wasm is application/wasm (Pyodide hangs otherwise), .mjs text/javascript,
+  .onnx/.data application/octet-stream;
+- /models/ is served in place from public/models (hundreds of MB are never copied into dist/);
+  more prefixes can be mounted with --mount PREFIX=DIR;
+- `--port 0` picks a free port; the first line printed is always `serving http://HOST:PORT/`.
+"""
+from __future__ import annotations
+
+import argparse
+import http.server
+import os
+import posixpath
+import sys
+import urllib.parse
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+HEADERS = {
+    "Cross-Origin-Opener-Policy": "same-origin",
+    "Cross-Origin-Embedder-Policy": "require-corp",
+    "Cross-Origin-Resource-Policy": "same-origin",
+}
+
+MIME = {
+    ".wasm": "application/wasm",
+    ".mjs": "text/javascript",
+    ".js": "text/javascript",
+    ".json": "application/json",
+    ".map": "application/json",
+    ".webmanifest": "application/manifest+json",
+    ".zip": "application/zip",
+    ".whl": "application/zip",
+    ".onnx": "application/octet-stream",
+    ".data": "application/octet-stream",
+    ".bin": "application/octet-stream",
+    ".jinja": "text/plain; charset=utf-8",
+    ".txt": "text/plain; charset=utf-8",
+    ".html": "text/html; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".svg": "image/svg+xml",
+    ".wav": "audio/wav",
+}
+
+
+def make_handler(root: Path, mounts: list[tuple[str, Path]], quiet: bool):
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive: the page fetches dozens of files
+        extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map, **MIME}
+
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, directory=str(root), **kwargs)
+
+        def translate_path(self, path: str) -> str:
+            url_path = urllib.parse.unquote(urllib.parse.urlsplit(path).path)
+            for prefix, base in mounts:
+                if url_path.startswith(prefix):
+                    rel = url_path[len(prefix):]
+                    break
+            else:
+                base, rel = root, url_path
+            parts = [p for p in posixpath.normpath("/" + rel).split("/") if p and p not in (".", "..")]
+            return str(base.joinpath(*parts)) if parts else str(base) + os.sep
+
+        def list_directory(self, path):  # no directory listings
+            self.send_error(404, "not found")
+            return None
+
+        def end_headers(self) -> None:
+            for k, v in HEADERS.items():
+                self.send_header(k, v)
+            self.send_header("Cache-Control", "no-cache")
+            super().end_headers()
+
+        def log_message(self, fmt: str, *args) -> None:
+            if not quiet:
+                super().log_message(fmt, *args)
+
+    return Handler
+
+
+def parse_mount(text: str) -> tuple[str, Path]:
+    prefix, sep, directory = text.partition("=")
+    if not sep or not prefix.startswith("/"):
+        raise argparse.ArgumentTypeError(f"--mount wants /PREFIX/=DIR, got {text!r}")
+    if not prefix.endswith("/"):
+        prefix += "/"
+    return prefix, (ROOT / directory).resolve()
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description="Serve dist/ with COOP/COEP and /models/ from public/models.")
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--port", type=int, default=int(os.environ.get("PORT", 8080)))
+    ap.add_argument("--root", type=Path, default=ROOT / "dist", help="built site (default dist/)")
+    ap.add_argument("--models", type=Path, default=ROOT / "public" / "models",
+                    help="served at /models/ (default public/models)")
+    ap.add_argument("--mount", type=parse_mount, action="append", default=[],
+                    help="extra PREFIX=DIR to serve, e.g. /e2e/=tests/e2e/fixtures")
+    ap.add_argument("--quiet", action="store_true", help="no request log")
+    args = ap.parse_args(argv)
+
+    root = args.root.resolve()
+    if not (root / "index.html").is_file():
+        sys.exit(f"{root}/index.html not found: build the site first (make web)")
+    mounts = sorted([("/models/", args.models.resolve()), *args.mount], key=lambda m: -len(m[0]))
+    server = http.server.ThreadingHTTPServer((args.host, args.port), make_handler(root, mounts, args.quiet))
+    server.daemon_threads = True
+    host, port = server.server_address[:2]
+    print(f"serving http://{host}:{port}/", flush=True)
+    print(f"  / from {root}; " + "; ".join(f"{p} from {d}" for p, d in mounts), flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+
+
+if __name__ == "__main__":
+    main()

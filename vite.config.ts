@@ -1,0 +1,223 @@
+// Vite config: the dev server, `vite build` (dist/) and `vite preview` serve one layout
+// (docs/browser-runtime.md):
+//   /                 web/index.html (+ web/src, workers/ bundled as module workers)
+//   /pyodide/*        Pyodide runtime from node_modules/pyodide + build/pyodide/pyodide-lock.json
+//                     + the onnxpipe wheel (tools/build_pyodide_lock.py)
+//   /models/<bundle>/ public/models/<bundle>/ (served in place; never copied into dist/)
+// with COOP/COEP everywhere and .wasm as application/wasm. tools/serve.py serves dist/ the same way.
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Connect, Plugin, PreviewServer, ViteDevServer } from 'vite';
+import { defineConfig } from 'vite';
+
+const ROOT = path.dirname(fileURLToPath(import.meta.url));
+const PUBLIC_DIR = path.join(ROOT, 'public');
+const MODELS_DIR = path.join(PUBLIC_DIR, 'models');
+const PYODIDE_NPM = path.join(ROOT, 'node_modules', 'pyodide');
+const PYODIDE_BUILD = path.join(ROOT, 'build', 'pyodide');
+
+export const CROSS_ORIGIN_HEADERS: Record<string, string> = {
+  'Cross-Origin-Opener-Policy': 'same-origin',
+  'Cross-Origin-Embedder-Policy': 'require-corp',
+  'Cross-Origin-Resource-Policy': 'same-origin',
+};
+
+const MIME: Record<string, string> = {
+  '.wasm': 'application/wasm',
+  '.mjs': 'text/javascript',
+  '.js': 'text/javascript',
+  '.json': 'application/json',
+  '.map': 'application/json',
+  '.zip': 'application/zip',
+  '.whl': 'application/zip',
+  '.onnx': 'application/octet-stream',
+  '.data': 'application/octet-stream',
+  '.bin': 'application/octet-stream',
+  '.txt': 'text/plain; charset=utf-8',
+  '.jinja': 'text/plain; charset=utf-8',
+  '.html': 'text/html; charset=utf-8',
+};
+
+// Files of the npm pyodide package that are not part of the runtime we serve.
+const PYODIDE_SKIP = new Set(['package.json', 'README.md', 'pyodide-lock.json', 'console.html', 'console-v2.html']);
+
+/** Runtime files served under /pyodide/: name -> absolute path. Ours win over the stock lockfile. */
+function pyodideFiles(): Map<string, string> {
+  const files = new Map<string, string>();
+  for (const name of fs.readdirSync(PYODIDE_NPM)) {
+    if (PYODIDE_SKIP.has(name) || name.endsWith('.d.ts')) continue;
+    const p = path.join(PYODIDE_NPM, name);
+    if (fs.statSync(p).isFile()) files.set(name, p);
+  }
+  if (fs.existsSync(PYODIDE_BUILD)) {
+    for (const name of fs.readdirSync(PYODIDE_BUILD)) {
+      if (name === 'pyodide-lock.json' || name.endsWith('.whl')) files.set(name, path.join(PYODIDE_BUILD, name));
+    }
+  }
+  return files;
+}
+
+function python(): string {
+  if (process.env.PYTHON) return process.env.PYTHON;
+  const venv = path.join(ROOT, '.venv', 'bin', 'python');
+  return fs.existsSync(venv) ? venv : 'python3';
+}
+
+/** (Re)build the wheel + lockfile; a no-op in ~50 ms when py/ is unchanged. */
+function buildPyodideLock(): void {
+  if (process.env.ONNXPIPE_SKIP_PYODIDE_LOCK === '1') return;
+  execFileSync(python(), [path.join(ROOT, 'tools', 'build_pyodide_lock.py')], { cwd: ROOT, stdio: 'inherit' });
+}
+
+function sendFile(res: import('node:http').ServerResponse, file: string): void {
+  const st = fs.statSync(file);
+  res.statusCode = 200;
+  for (const [k, v] of Object.entries(CROSS_ORIGIN_HEADERS)) res.setHeader(k, v);
+  res.setHeader('Content-Type', MIME[path.extname(file)] ?? 'application/octet-stream');
+  res.setHeader('Content-Length', String(st.size));
+  res.setHeader('Cache-Control', 'no-cache');
+  fs.createReadStream(file).pipe(res);
+}
+
+/** Serve a directory under a URL prefix (GET/HEAD only; no listing, no range). */
+function serveDir(prefix: string, dir: string | (() => Map<string, string>)): Connect.NextHandleFunction {
+  return (req, res, next) => {
+    const url = (req.url ?? '').split('?')[0];
+    if (!url.startsWith(prefix) || (req.method !== 'GET' && req.method !== 'HEAD')) return next();
+    let rel: string;
+    try {
+      rel = decodeURIComponent(url.slice(prefix.length));
+    } catch {
+      return next();
+    }
+    const base = typeof dir === 'string' ? dir : dir();
+    let file: string | undefined;
+    if (typeof base === 'string') {
+      const p = path.resolve(base, rel);
+      if (p.startsWith(base + path.sep) && fs.existsSync(p) && fs.statSync(p).isFile()) file = p;
+    } else {
+      file = base.get(rel);
+    }
+    if (!file) {
+      res.statusCode = 404;
+      for (const [k, v] of Object.entries(CROSS_ORIGIN_HEADERS)) res.setHeader(k, v);
+      res.end(`not found: ${url}`);
+      return;
+    }
+    if (req.method === 'HEAD') {
+      const st = fs.statSync(file);
+      for (const [k, v] of Object.entries(CROSS_ORIGIN_HEADERS)) res.setHeader(k, v);
+      res.setHeader('Content-Type', MIME[path.extname(file)] ?? 'application/octet-stream');
+      res.setHeader('Content-Length', String(st.size));
+      res.end();
+      return;
+    }
+    sendFile(res, file);
+  };
+}
+
+/** /pyodide/* in dev and preview, dist/pyodide/* in builds; /models/* from public/models always. */
+function onnxpipeSite(): Plugin {
+  let outDir = path.join(ROOT, 'dist');
+  let command: 'build' | 'serve' = 'serve';
+  const install = (server: ViteDevServer | PreviewServer, dev: boolean) => {
+    if (!dev) {
+      server.middlewares.use(serveDir('/pyodide/', path.join(outDir, 'pyodide')));
+    } else {
+      // rebuild the wheel when the lockfile is asked for, so a page reload picks up py/ edits
+      server.middlewares.use((req, _res, next) => {
+        if ((req.url ?? '').split('?')[0] === '/pyodide/pyodide-lock.json') {
+          try {
+            buildPyodideLock();
+          } catch (e) {
+            return next(e as Error);
+          }
+        }
+        next();
+      });
+      server.middlewares.use(serveDir('/pyodide/', pyodideFiles));
+    }
+    server.middlewares.use(serveDir('/models/', MODELS_DIR));
+  };
+  return {
+    name: 'onnxpipe-site',
+    configResolved(config) {
+      outDir = path.resolve(config.root, config.build.outDir);
+      command = config.command;
+    },
+    buildStart() {
+      if (command === 'build') buildPyodideLock();
+    },
+    configureServer(server) {
+      buildPyodideLock();
+      install(server, true);
+    },
+    configurePreviewServer(server) {
+      // dist/pyodide/ (with our MIME types) and /models/ from public/models (not in dist/)
+      install(server, false);
+    },
+    writeBundle() {
+      // Pyodide runtime + lockfile + wheel
+      const dest = path.join(outDir, 'pyodide');
+      fs.mkdirSync(dest, { recursive: true });
+      const files = pyodideFiles();
+      for (const must of ['pyodide-lock.json', 'pyodide.mjs', 'pyodide.asm.wasm', 'python_stdlib.zip']) {
+        if (!files.has(must)) throw new Error(`onnxpipe-site: /pyodide/${must} missing (run tools/build_pyodide_lock.py)`);
+      }
+      if (![...files.keys()].some((n) => n.endsWith('.whl'))) throw new Error('onnxpipe-site: onnxpipe wheel missing');
+      for (const [name, src] of files) fs.copyFileSync(src, path.join(dest, name));
+      // public/ without models/ (models are served in place by tools/serve.py and vite preview)
+      if (fs.existsSync(PUBLIC_DIR)) {
+        fs.cpSync(PUBLIC_DIR, outDir, {
+          recursive: true,
+          filter: (src) => path.resolve(src) !== MODELS_DIR,
+        });
+      }
+    },
+  };
+}
+
+// pyodide.mjs imports node:* modules behind an `if (IN_NODE)`; Vite stubs them for the
+// browser and says so once per module on every build. They are never loaded in a browser.
+type LogHandler = (level: string, log: { message: string; plugin?: string }) => void;
+function quietLog(level: string, log: { message: string; plugin?: string }, handler: LogHandler): void {
+  if (/Module "node:[^"]+" has been externalized for browser compatibility, imported by "[^"]*pyodide/.test(log.message)) return;
+  handler(level, log);
+}
+
+export default defineConfig({
+  root: path.join(ROOT, 'web'),
+  publicDir: PUBLIC_DIR, // dev: /models/... straight from public/models
+  plugins: [onnxpipeSite()],
+  server: {
+    host: '127.0.0.1',
+    port: 5173,
+    headers: CROSS_ORIGIN_HEADERS,
+    // workers/ and node_modules/ live outside web/ (node_modules may be a link elsewhere)
+    fs: { allow: [ROOT, ...(fs.existsSync(path.join(ROOT, 'node_modules')) ? [fs.realpathSync(path.join(ROOT, 'node_modules'))] : [])] },
+  },
+  preview: {
+    host: '127.0.0.1',
+    port: 4173,
+    headers: CROSS_ORIGIN_HEADERS,
+  },
+  optimizeDeps: {
+    // pre-bundling either reloads the dev page mid-run or breaks the packages' own file lookups
+    exclude: ['pyodide', 'onnxruntime-web'],
+  },
+  worker: {
+    format: 'es',
+    rollupOptions: { onLog: quietLog },
+  },
+  build: {
+    outDir: path.join(ROOT, 'dist'),
+    emptyOutDir: true,
+    copyPublicDir: false, // see writeBundle: public/ is copied without models/
+    target: 'es2022',
+    assetsInlineLimit: 0, // never inline wasm/onnx as data: URLs
+    chunkSizeWarningLimit: 4096,
+    rollupOptions: { onLog: quietLog },
+  },
+});
