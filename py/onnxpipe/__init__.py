@@ -7,7 +7,8 @@ def load(path, providers=None, **options):
     """Open the model bundle at ``path`` and return a ready Pipeline.
 
     ``providers`` picks execution providers (e.g. ``["cpu"]``); by default each session uses
-    the ones its pipeline.json names, falling back to what the engine has.
+    the ones its pipeline.json names, falling back to what the engine has. ``variant="wasm"``
+    opens the files a bundle made for that provider (to compare one file across engines).
     """
     from .api import load as _load
 

@@ -56,19 +56,20 @@ def _native_text(bundle_dir, spec):
     return load_text_processor(bundle_dir, spec)
 
 
-def load(path, providers=None, backend=None, text=True, text_loader=None) -> "Pipeline":
+def load(path, providers=None, backend=None, text=True, text_loader=None, variant=None) -> "Pipeline":
+    """Open a bundle; ``variant`` (an execution provider name) forces that provider's files."""
     config = load_config(path)
-    return Pipeline(config, backend or _default_backend(), providers, text, text_loader)
+    return Pipeline(config, backend or _default_backend(), providers, text, text_loader, variant)
 
 
 class Pipeline:
     """A loaded bundle: sessions open, state empty, ready to generate."""
 
-    def __init__(self, config, backend, providers=None, text=True, text_loader=None):
+    def __init__(self, config, backend, providers=None, text=True, text_loader=None, variant=None):
         self.config = config
         self.spec = config.spec
         self.backend = backend
-        assembly = assemble(config, backend, providers)
+        assembly = assemble(config, backend, providers, variant)
         self.sessions = assembly.sessions
         self.executor = assembly.executor
         self.warnings = assembly.warnings

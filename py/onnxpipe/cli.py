@@ -33,6 +33,7 @@ def _search_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ignore-eos", action="store_true", help="keep going past end-of-sequence ids")
     p.add_argument("--provider", action="append", default=None,
                    help="execution provider (repeatable, in order of preference)")
+    p.add_argument("--variant", help="open the files the bundle made for this provider (e.g. wasm)")
 
 
 def _search_options(a) -> dict:
@@ -59,7 +60,7 @@ def cmd_run(a) -> int:
     given = [x for x in (a.input_ids, a.prompt, a.chat) if x is not None]
     if len(given) != 1:
         raise SystemExit("onnxpipe run: give exactly one of --input-ids, --prompt or --chat")
-    pipe = load(a.bundle, providers=a.provider)
+    pipe = load(a.bundle, providers=a.provider, variant=a.variant)
     for warning in pipe.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     opts = _search_options(a)
@@ -81,7 +82,7 @@ def cmd_run(a) -> int:
 def cmd_chat(a) -> int:
     from .api import load
 
-    pipe = load(a.bundle, providers=a.provider)
+    pipe = load(a.bundle, providers=a.provider, variant=a.variant)
     for warning in pipe.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     opts = _search_options(a)

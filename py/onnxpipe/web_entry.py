@@ -37,9 +37,11 @@ def open_bundle(fs_dir: str, options_json: str) -> str:
             _pipeline.reset()
         backend = WebBackend(fs_dir, tuple(options.get("available") or ("wasm",)))
         providers = [options["ep"]] if options.get("ep") else None
-        _pipeline = Pipeline(load_config(fs_dir), backend, providers, text_loader=load_web_text_processor)
+        variant = options.get("variant")
+        _pipeline = Pipeline(load_config(fs_dir), backend, providers, text_loader=load_web_text_processor,
+                             variant=variant)
         sessions = {name: {"provider": s.provider,
-                           "file": _pipeline.spec.pipeline.sessions[name].file_for(s.provider)}
+                           "file": _pipeline.spec.pipeline.sessions[name].file_for(variant or s.provider)}
                     for name, s in _pipeline.sessions.items()}
         return json.dumps({"sessions": sessions, "warnings": _pipeline.warnings,
                            "structure": _pipeline.structure,

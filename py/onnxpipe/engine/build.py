@@ -56,14 +56,15 @@ def choose_provider(wanted: tuple[str, ...], available: tuple[str, ...]) -> tupl
     return fallback, None
 
 
-def open_sessions(config: LoadedConfig, backend, providers=None) -> tuple[dict, list[str]]:
+def open_sessions(config: LoadedConfig, backend, providers=None, variant=None) -> tuple[dict, list[str]]:
+    """Open every session on its provider; ``variant`` forces the files made for that provider."""
     sessions, warnings = {}, []
     for name, s in config.spec.pipeline.sessions.items():
         wanted = tuple(providers) if providers else s.execution_provider
         provider, warning = choose_provider(wanted, backend.providers)
         if warning:
             warnings.append(f'session "{name}": {warning}')
-        path = os.path.join(config.bundle_dir, s.file_for(provider))
+        path = os.path.join(config.bundle_dir, s.file_for(variant or provider))
         if s.optional and not os.path.isfile(path):
             continue
         try:
@@ -105,9 +106,9 @@ def make_components(spec: PipelineSpec, sessions: dict, backend, file: str) -> l
     return components
 
 
-def assemble(config: LoadedConfig, backend, providers=None) -> Assembly:
+def assemble(config: LoadedConfig, backend, providers=None, variant=None) -> Assembly:
     spec = config.spec
-    sessions, warnings = open_sessions(config, backend, providers)
+    sessions, warnings = open_sessions(config, backend, providers, variant)
     components = make_components(spec, sessions, backend, config.file)
     loop_inputs, loop_outputs = LOOP_IO.get(spec.generation.loop, ((), ()))
     if spec.pipeline.output is not None:

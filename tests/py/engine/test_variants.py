@@ -1,0 +1,45 @@
+"""Per-provider file variants: the runtime opens the file made for the provider it got, and
+``variant=`` / ``--variant`` forces another provider's file (to compare one file everywhere)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import onnx_builders as ob
+
+import onnxpipe
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def bundle(tmp_path: Path) -> Path:
+    ob.save(ob.decoder_model(vocab=16), tmp_path / "cpu.onnx")   # next id: (t + 1) % 16
+    ob.save(ob.decoder_model(vocab=12), tmp_path / "wasm.onnx")  # next id: (t + 1) % 12
+    config = ob.decoder_config()
+    config["pipeline"]["sessions"] = {"decoder": {"file": {"cpu": "cpu.onnx", "wasm": "wasm.onnx"}}}
+    ob.write_json(tmp_path / "pipeline.json", config)
+    return tmp_path
+
+
+def test_the_provider_it_got_picks_the_file(tmp_path):
+    pipe = onnxpipe.load(bundle(tmp_path))
+    assert pipe.sessions["decoder"].provider == "cpu"
+    assert pipe.generate(input_ids=[10], max_new_tokens=3).tokens == [11, 12, 13]
+
+
+def test_variant_forces_another_providers_file(tmp_path):
+    pipe = onnxpipe.load(bundle(tmp_path), variant="wasm")
+    assert pipe.sessions["decoder"].provider == "cpu"          # still runs on what the engine has
+    assert pipe.generate(input_ids=[10], max_new_tokens=3).tokens == [11, 0, 1]
+
+
+def test_cli_variant(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "onnxpipe", "run", str(bundle(tmp_path)), "--input-ids", "10",
+                          "--max-new-tokens", "3", "--greedy", "--json", "--variant", "wasm"],
+                         capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": str(ROOT / "py")})
+    assert json.loads(out.stdout)["tokens"] == [11, 0, 1]
