@@ -22,7 +22,13 @@ const post = (event: Event): void => self.postMessage(event);
 let runtime: Promise<{ py: Pyodide; entry: Record<string, PyFunction>; bootMs: number }> | null = null;
 let busy = false;
 
-async function boot(): Promise<{ py: Pyodide; entry: Record<string, PyFunction>; bootMs: number }> {
+/** WASM threads: 2 measured fastest for SmolLM2 on 2 cores, 1 for tiny models; fixed at boot. */
+function threadCount(requested?: number): number {
+  if (!self.crossOriginIsolated) return 1;   // threads need SharedArrayBuffer
+  return Math.max(1, Math.min(requested ?? 2, navigator.hardwareConcurrency || 1));
+}
+
+async function boot(threads?: number): Promise<{ py: Pyodide; entry: Record<string, PyFunction>; bootMs: number }> {
   const start = performance.now();
   const origin = self.location.origin;
   const { loadPyodide } = (await import(/* @vite-ignore */ `${origin}/pyodide/pyodide.mjs`)) as {
@@ -30,7 +36,7 @@ async function boot(): Promise<{ py: Pyodide; entry: Record<string, PyFunction>;
   };
   const py = await loadPyodide({ indexURL: `${origin}/pyodide/`, lockFileURL: `${origin}/pyodide/pyodide-lock.json` });
   await py.loadPackage('onnxpipe');
-  ort.env.wasm.numThreads = self.crossOriginIsolated ? Math.min(2, navigator.hardwareConcurrency || 1) : 1;
+  ort.env.wasm.numThreads = threadCount(threads);
   py.registerJsModule('ort', ort);
   py.registerJsModule('onnxpipe_js', bridge);
   return { py, entry: py.pyimport('onnxpipe.web_entry'), bootMs: performance.now() - start };
@@ -62,7 +68,7 @@ function fromPython<T>(id: number, json: string, key: string): T | null {
 
 async function load(request: Extract<Request, { type: 'load' }>): Promise<void> {
   const { id } = request;
-  runtime ??= boot();
+  runtime ??= boot(request.threads);
   post({ type: 'progress', id, phase: 'boot', file: 'pyodide', loaded: 0, total: 0, percent: 0 });
   const { py, entry, bootMs } = await runtime;
   const base = new URL(request.bundleUrl.endsWith('/') ? request.bundleUrl : `${request.bundleUrl}/`, self.location.href);

@@ -14,6 +14,7 @@ export class RuntimeError extends Error {
 export interface LoadOptions {
   ep?: ExecutionProvider;
   variant?: string;
+  threads?: number;
   onProgress?: (event: Extract<Event, { type: 'progress' }>) => void;
 }
 
@@ -86,7 +87,9 @@ export class RuntimeClient {
 
   /** Fetch (with progress), verify and cache a bundle, then open its sessions. */
   load(bundleUrl: string, options: LoadOptions = {}): Promise<LoadedInfo> {
-    const request: Request = { type: 'load', id: this.nextId++, bundleUrl, ep: options.ep, variant: options.variant };
+    const request: Request = {
+      type: 'load', id: this.nextId++, bundleUrl, ep: options.ep, variant: options.variant, threads: options.threads,
+    };
     return this.send<LoadedInfo>(request, (event) => {
       if (event.type === 'progress') options.onProgress?.(event);
     });

@@ -24,7 +24,10 @@ export interface ChatMessage {
 }
 
 export type Request =
-  | { type: 'load'; id: number; bundleUrl: string; ep?: ExecutionProvider; variant?: string }
+  | {
+      type: 'load'; id: number; bundleUrl: string; ep?: ExecutionProvider; variant?: string;
+      threads?: number; // WASM threads, fixed by the first load of a worker
+    }
   | {
       type: 'generate';
       id: number;
