@@ -83,9 +83,7 @@ export const bridge = {
       template = new Template(source);
       templates.set(source, template);
     }
-    const context = JSON.parse(contextJson) as Record<string, unknown>;
-    context.raise_exception = (message: string) => { throw new Error(message); };
-    return template.render(context);
+    return template.render(JSON.parse(contextJson) as Record<string, unknown>);
   },
   /** Resolves after one macrotask turn (so a cancel message can arrive) with the flag. */
   checkCancelled(): Promise<boolean> {

@@ -75,14 +75,41 @@ function quotaMessage(file: ManifestFile, error: unknown): string {
     `${String(error)}. Free some site storage (or allow more) and load again; the model still runs this time.`;
 }
 
-/** Every file of the bundle at ``base``, verified; ``warnings`` collects non-fatal problems. */
-export async function loadBundle(base: URL, progress: Progress, warnings: string[]): Promise<Map<string, Uint8Array>> {
+/**
+ * The bundle at ``base``, verified: first its small files (configs, tokenizer), then only the
+ * large ones ``choose`` picks once it has seen the small ones (the model variant the engine
+ * will open). ``warnings`` collects non-fatal problems.
+ */
+export async function loadBundle(
+  base: URL,
+  progress: Progress,
+  warnings: string[],
+  choose: (small: Map<string, Uint8Array>, large: string[]) => Promise<Set<string>>,
+): Promise<Map<string, Uint8Array>> {
   const cache = await openCache();
   const manifest = await readManifest(base, cache);
-  const total = manifest.files.reduce((sum, f) => sum + f.bytes, 0);
+  const small = manifest.files.filter((f) => !isLarge(f.path));
+  const out = await fetchFiles(base, small, cache, progress, warnings, 0, 0);
+  const needed = await choose(out, manifest.files.filter((f) => isLarge(f.path)).map((f) => f.path));
+  const large = manifest.files.filter((f) => needed.has(f.path));
+  const missing = [...needed].filter((path) => !large.some((f) => f.path === path));
+  if (missing.length) throw new LoadError('bundle', `manifest.json does not list ${missing.join(', ')}`);
+  const smallBytes = small.reduce((sum, f) => sum + f.bytes, 0);
+  const total = smallBytes + large.reduce((sum, f) => sum + f.bytes, 0);
+  for (const [path, data] of await fetchFiles(base, large, cache, progress, warnings, smallBytes, total)) {
+    out.set(path, data);
+  }
+  return out;
+}
+
+async function fetchFiles(
+  base: URL, list: ManifestFile[], cache: Cache | null, progress: Progress, warnings: string[],
+  start: number, overall: number,
+): Promise<Map<string, Uint8Array>> {
+  const total = overall || list.reduce((sum, f) => sum + f.bytes, 0);
   const out = new Map<string, Uint8Array>();
-  let done = 0;
-  for (const file of manifest.files) {
+  let done = start;
+  for (const file of list) {
     const url = new URL(file.path, base);
     const cached = await cache?.match(url);
     let data: Uint8Array | null = null;

@@ -4,7 +4,7 @@
 
 import * as ort from 'onnxruntime-web';
 
-import type { Event, Request } from '../web/src/protocol';
+import type { ErrorKind, Event, Request } from '../web/src/protocol';
 import { bridge, files, setCancel } from './bridge';
 import { LoadError, isLarge, loadBundle } from './bundle-loader';
 
@@ -22,10 +22,11 @@ const post = (event: Event): void => self.postMessage(event);
 let runtime: Promise<{ py: Pyodide; entry: Record<string, PyFunction>; bootMs: number }> | null = null;
 let busy = false;
 
-/** WASM threads: 2 measured fastest for SmolLM2 on 2 cores, 1 for tiny models; fixed at boot. */
+/** WASM threads, fixed at boot: 1 by default (the SmolLM2 WASM variant and tiny models
+ * measured fastest on 1 thread on 2 cores; fp32 files gain from 2). */
 function threadCount(requested?: number): number {
   if (!self.crossOriginIsolated) return 1;   // threads need SharedArrayBuffer
-  return Math.max(1, Math.min(requested ?? 2, navigator.hardwareConcurrency || 1));
+  return Math.max(1, Math.min(requested ?? 1, navigator.hardwareConcurrency || 1));
 }
 
 async function boot(threads?: number): Promise<{ py: Pyodide; entry: Record<string, PyFunction>; bootMs: number }> {
@@ -48,9 +49,15 @@ async function availableProviders(): Promise<string[]> {
   return adapter ? ['webgpu', 'wasm'] : ['wasm'];
 }
 
+class PythonError extends Error {
+  constructor(readonly kind: string, message: string) {
+    super(message);
+  }
+}
+
 function fail(id: number, error: unknown): void {
-  if (error instanceof LoadError) {
-    post({ type: 'error', id, kind: error.kind, message: error.message });
+  if (error instanceof LoadError || error instanceof PythonError) {
+    post({ type: 'error', id, kind: error.kind as ErrorKind, message: error.message });
   } else {
     post({ type: 'error', id, kind: 'internal', message: error instanceof Error ? error.message : String(error) });
   }
@@ -73,20 +80,27 @@ async function load(request: Extract<Request, { type: 'load' }>): Promise<void> 
   const { py, entry, bootMs } = await runtime;
   const base = new URL(request.bundleUrl.endsWith('/') ? request.bundleUrl : `${request.bundleUrl}/`, self.location.href);
   const warnings: string[] = [];
-  const fetched = await loadBundle(base, (phase, file, loaded, total) => {
-    post({ type: 'progress', id, phase, file, loaded, total, percent: total ? (100 * loaded) / total : 100 });
-  }, warnings);
   const name = base.pathname.split('/').filter(Boolean).pop() ?? 'bundle';
   const dir = `/bundles/${name}`;
-  files.clear();
-  for (const [path, data] of fetched) {
+  const options = { ep: request.ep, variant: request.variant, available: await availableProviders() };
+  const write = (path: string, data: Uint8Array): void => {
     const target = `${dir}/${path}`;
     py.FS.mkdirTree(target.slice(0, target.lastIndexOf('/')));
-    py.FS.writeFile(target, isLarge(path) ? new Uint8Array(0) : data);  // big files stay in JS
-    files.set(path, data);
-  }
+    py.FS.writeFile(target, data);
+  };
+  files.clear();
+  const fetched = await loadBundle(base, (phase, file, loaded, total) => {
+    post({ type: 'progress', id, phase, file, loaded, total, percent: total ? (100 * loaded) / total : 100 });
+  }, warnings, async (small, large) => {
+    for (const [path, data] of small) write(path, data);
+    for (const path of large) write(path, new Uint8Array(0));   // placeholders: bytes stay in JS
+    const reply = JSON.parse(await entry.files_needed.callPromising(dir, JSON.stringify(options))) as
+      { files?: string[]; error?: { kind: string; message: string } };
+    if (reply.error) throw new PythonError(reply.error.kind, reply.error.message);
+    return new Set(reply.files);
+  });
+  for (const [path, data] of fetched) files.set(path, data);
   post({ type: 'progress', id, phase: 'session', file: name, loaded: 0, total: 0, percent: 100 });
-  const options = { ep: request.ep, variant: request.variant, available: await availableProviders() };
   const info = fromPython<Record<string, unknown>>(id, await entry.open_bundle.callPromising(dir, JSON.stringify(options)), '');
   if (info) {
     post({

@@ -7,6 +7,7 @@ events go out through the ``emit`` callback the worker passes in.
 from __future__ import annotations
 
 import json
+import os
 import time
 
 import onnxpipe_js  # type: ignore[import-not-found]  (workers/bridge.ts)
@@ -15,6 +16,7 @@ from pyodide.ffi import run_sync  # type: ignore[import-not-found]
 from .api import Pipeline
 from .backends.web import WebBackend
 from .config.load import load_config
+from .engine.build import session_files
 from .errors import InputError, OnnxpipeError
 from .text.web import load_web_text_processor
 
@@ -25,6 +27,22 @@ def error_json(exc: BaseException) -> str:
     kind = exc.kind if isinstance(exc, OnnxpipeError) else "internal"
     message = exc.message if isinstance(exc, OnnxpipeError) else f"{type(exc).__name__}: {exc}"
     return json.dumps({"error": {"kind": kind, "message": message}})
+
+
+def files_needed(fs_dir: str, options_json: str) -> str:
+    """The large files (models, weights) this bundle opens here, before any is fetched."""
+    try:
+        options = json.loads(options_json)
+        backend = WebBackend(fs_dir, tuple(options.get("available") or ("wasm",)))
+        providers = [options["ep"]] if options.get("ep") else None
+        wanted = session_files(load_config(fs_dir), backend, providers, options.get("variant"))
+        for name in list(wanted):   # undeclared data files by their usual name (v1 bundles)
+            for guess in (name + ".data", name + "_data"):
+                if guess not in wanted and os.path.exists(os.path.join(fs_dir, guess)):
+                    wanted.append(guess)
+        return json.dumps({"files": wanted})
+    except Exception as exc:
+        return error_json(exc)
 
 
 def open_bundle(fs_dir: str, options_json: str) -> str:

@@ -93,7 +93,7 @@ class Parser:
 
     def value(self, f: dataclasses.Field, tp: Any, raw: Any, path: str) -> Any:
         meta = f.metadata
-        if meta.get("one_or_many") and not isinstance(raw, list):
+        if meta.get("one_or_many") and not isinstance(raw, (list, dict)):
             raw = [raw]
         if isinstance(raw, str) and raw in meta.get("aliases", {}):
             raw = meta["aliases"][raw]

@@ -38,16 +38,26 @@ class SessionSpec:
     execution_provider: tuple[str, ...] = spec((), "provider, or ordered fallback list", one_or_many=True)
     session_options: dict[str, Any] = spec(doc="engine session options", factory=dict)
     optional: bool = spec(False, "a missing optional session and its flow steps are skipped")
-    external_data: tuple[str, ...] = spec((), "data files the .onnx refers to", one_or_many=True)
+    external_data: tuple[str, ...] | dict[str, tuple[str, ...]] = spec(
+        (), "data files the .onnx refers to, or a map execution provider -> those of its variant",
+        one_or_many=True)
 
     def file_for(self, provider: str | None) -> str:
         """The file variant made for ``provider`` (falls back to ``default``, then ``cpu``)."""
-        if isinstance(self.file, str):
-            return self.file
-        for key in (provider, "default", "cpu"):
-            if key and key in self.file:
-                return self.file[key]
-        return next(iter(self.file.values()))
+        return _variant(self.file, provider)
+
+    def data_for(self, provider: str | None) -> tuple[str, ...]:
+        """The external data files of the variant made for ``provider``."""
+        return tuple(_variant(self.external_data, provider) or ())
+
+
+def _variant(value, provider: str | None):
+    if not isinstance(value, dict):
+        return value
+    for key in (provider, "default", "cpu"):
+        if key and key in value:
+            return value[key]
+    return next(iter(value.values()), None)
 
 
 # ---- pipeline.flow / dataflow ------------------------------------------------------------

@@ -56,6 +56,16 @@ def choose_provider(wanted: tuple[str, ...], available: tuple[str, ...]) -> tupl
     return fallback, None
 
 
+def session_files(config: LoadedConfig, backend, providers=None, variant=None) -> list[str]:
+    """Bundle-relative files the sessions will open here (model files and their data)."""
+    out = []
+    for s in config.spec.pipeline.sessions.values():
+        provider, _ = choose_provider(tuple(providers) if providers else s.execution_provider, backend.providers)
+        out.append(s.file_for(variant or provider))
+        out.extend(s.data_for(variant or provider))
+    return out
+
+
 def open_sessions(config: LoadedConfig, backend, providers=None, variant=None) -> tuple[dict, list[str]]:
     """Open every session on its provider; ``variant`` forces the files made for that provider."""
     sessions, warnings = {}, []
@@ -65,11 +75,12 @@ def open_sessions(config: LoadedConfig, backend, providers=None, variant=None) -
         if warning:
             warnings.append(f'session "{name}": {warning}')
         path = os.path.join(config.bundle_dir, s.file_for(variant or provider))
+        data = s.data_for(variant or provider)
         if s.optional and not os.path.isfile(path):
             continue
         try:
             sessions[name] = backend.open_session(name, path, [provider], dict(s.session_options),
-                                                  external_data=s.external_data)
+                                                  external_data=data)
         except ConfigError as exc:   # the engine knows its options; the config knows the file
             raise ConfigError(exc.detail, file=config.file, path=f"$.pipeline.{exc.path}") from None
     return sessions, warnings

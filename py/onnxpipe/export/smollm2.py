@@ -6,7 +6,10 @@ The package ships a Q4_1 GGUF (weights, tokenizer and chat template inside). tra
 loads it, dequantized to fp32; we save that as a Hugging Face folder and hand it to
 onnxruntime-genai's model builder (int4, CPU). The result is an onnxruntime-genai bundle
 (genai_config.json, model.onnx + model.onnx.data, tokenizer files, chat template) next to the
-committed pipeline.json. A `.built` stamp records the inputs, so a second run does nothing.
+committed pipeline.json. The builder's fp32 export is turned into model.wasm.onnx (+ .data), the
+int8 variant made for onnxruntime-web's WASM backend (see onnxpipe.export.wasm_variant);
+pipeline.json maps each execution provider to its file. A `.built` stamp records the inputs, so
+a second run does nothing.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import sys
 import tempfile
 import time
 
+from onnxpipe.export import wasm_variant
 from onnxpipe.export.manifest import MANIFEST_NAME, build_manifest, write_manifest
 
 # Model-specific knowledge lives here and nowhere else.
@@ -32,11 +36,18 @@ GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 PRECISION = "int4"
 EXECUTION_PROVIDER = "cpu"
 # Bump when the recipe below changes in a way that changes the bundle.
-RECIPE_VERSION = 1
+RECIPE_VERSION = 2
 DEFAULT_OUT = os.path.join("public", "models", "smollm2-135m-instruct")
 STAMP_NAME = ".built"
+# The onnxruntime-web WASM variant (int8, made from the builder's fp32 export).
+WASM_FILE = "model.wasm.onnx"
+WASM_KEEP_FP32 = ("down_proj",)
+WASM_EMBEDDING = "fp16"
 REQUIRED_FILES = ("genai_config.json", "model.onnx", "model.onnx.data", "tokenizer.json",
-                  "tokenizer_config.json")
+                  "tokenizer_config.json", WASM_FILE, WASM_FILE + ".data")
+# Prompt for the build-time sanity check of the WASM variant (greedy, against fp32).
+CHECK_PROMPT = "What is the capital of France?"
+CHECK_TOKENS = 16
 # Files we never copy from the builder's output (the committed config is ours).
 KEEP_OURS = ("pipeline.json",)
 
@@ -80,7 +91,10 @@ def build_inputs(gguf_path: str) -> dict:
         "gguf_sha256": _sha256(gguf_path),
         "precision": PRECISION,
         "execution_provider": EXECUTION_PROVIDER,
-        "versions": {d: _version(d) for d in (PACKAGE, "transformers", "onnxruntime-genai", "gguf", "torch")},
+        "wasm_variant": {"file": WASM_FILE, "recipe_version": wasm_variant.RECIPE_VERSION,
+                         "keep_fp32": list(WASM_KEEP_FP32), "embedding": WASM_EMBEDDING},
+        "versions": {d: _version(d) for d in (PACKAGE, "transformers", "onnxruntime-genai", "gguf", "torch",
+                                              "onnx", "onnxruntime")},
     }
 
 
@@ -129,9 +143,9 @@ def gguf_to_hf(gguf_path: str, hf_dir: str) -> None:
         json.dump(config, f, indent=2)
 
 
-def run_genai_builder(hf_dir: str, onnx_dir: str, cache_dir: str) -> None:
+def run_genai_builder(hf_dir: str, onnx_dir: str, cache_dir: str, precision: str = PRECISION) -> None:
     cmd = [sys.executable, "-m", "onnxruntime_genai.models.builder", "-i", hf_dir, "-o", onnx_dir,
-           "-p", PRECISION, "-e", EXECUTION_PROVIDER, "-c", cache_dir]
+           "-p", precision, "-e", EXECUTION_PROVIDER, "-c", cache_dir]
     result = subprocess.run(cmd, cwd=os.path.dirname(cache_dir), capture_output=True, text=True)
     if result.returncode != 0:
         sys.stderr.write(result.stdout[-4000:] + result.stderr[-4000:])
@@ -163,6 +177,26 @@ def ensure_chat_template(onnx_dir: str, hf_dir: str) -> None:
         f.write(template)
 
 
+def build_wasm_variant(fp32_dir: str, out_dir: str, hf_dir: str) -> None:
+    """Write WASM_FILE (+ .data) into out_dir from the fp32 export; check it greedily vs fp32."""
+    out_path = os.path.join(out_dir, WASM_FILE)
+    fp32_path = os.path.join(fp32_dir, "model.onnx")
+    done = wasm_variant.make_variant(fp32_path, out_path, WASM_KEEP_FP32, embedding=WASM_EMBEDDING)
+    log(f"wrote {WASM_FILE} (+ .data): {len(done)} MatMuls int8, embedding {WASM_EMBEDDING}, "
+        f"fp32: {', '.join(WASM_KEEP_FP32)}")
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(hf_dir)
+    ids = tokenizer.apply_chat_template([{"role": "user", "content": CHECK_PROMPT}],
+                                        add_generation_prompt=True, tokenize=True, return_dict=False)
+    reference = wasm_variant.greedy_tokens(fp32_path, ids, CHECK_TOKENS)
+    got = wasm_variant.greedy_tokens(out_path, ids, CHECK_TOKENS)
+    same = wasm_variant.agreement(reference, got)
+    log(f"{WASM_FILE} check: {same}/{CHECK_TOKENS} greedy tokens equal fp32's ({tokenizer.decode(got)!r})")
+    if same < CHECK_TOKENS:
+        log(f"warning: {WASM_FILE} diverges from fp32 at token {same} on {CHECK_PROMPT!r}")
+
+
 def install(onnx_dir: str, out_dir: str) -> list[str]:
     """Copy the builder's files into out_dir, leaving our committed files alone."""
     os.makedirs(out_dir, exist_ok=True)
@@ -173,7 +207,7 @@ def install(onnx_dir: str, out_dir: str) -> list[str]:
             continue
         shutil.copyfile(src, os.path.join(out_dir, name))
         copied.append(name)
-    missing = [n for n in REQUIRED_FILES if n not in copied]
+    missing = [n for n in REQUIRED_FILES if n not in copied and n != WASM_FILE and n != WASM_FILE + ".data"]
     if missing:
         raise RuntimeError(f"builder output lacks {missing} (got {copied})")
     return copied
@@ -241,7 +275,11 @@ def build(out_dir: str, force: bool = False) -> bool:
         run_genai_builder(hf_dir, onnx_dir, os.path.join(tmp, "cache"))
         ensure_chat_template(onnx_dir, hf_dir)
         copied = install(onnx_dir, out_dir)
-    log(f"wrote {', '.join(copied)}")
+        log(f"wrote {', '.join(copied)}")
+        fp32_dir = os.path.join(tmp, "fp32")
+        log(f"running onnxruntime-genai builder (fp32, {EXECUTION_PROVIDER}) for the WASM variant")
+        run_genai_builder(hf_dir, fp32_dir, os.path.join(tmp, "cache-fp32"), precision="fp32")
+        build_wasm_variant(fp32_dir, out_dir, hf_dir)
     check_pipeline_json(out_dir)
     write_manifest(out_dir)
     log("wrote manifest.json")

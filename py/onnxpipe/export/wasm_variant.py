@@ -3,14 +3,16 @@
 onnxruntime-web's WASM build has no fast int4 kernel (MatMulNBits is expanded to fp32 on every
 call, ~7x slower than int8), and fp32 is faithful but slow. This module writes an int8 variant:
 
-* MatMul weights -> per-output-channel int8 (stored as uint8 with zero point 128), run by the
-  ``com.microsoft.DynamicQuantizeMatMul`` kernel (activations quantized per call, uint8).
-  Per-channel matters: per-tensor weights (``quantize_dynamic`` default) lose the answer.
-* the MLP ``down_proj`` MatMuls stay fp32: their inputs carry SmolLM2's massive activations
-  (single values in the thousands), which per-tensor activation quantization cannot represent.
+* MatMul weights -> per-output-channel int8 (stored as uint8, zero point 128); activations
+  quantized per token in the graph (Abs, ReduceMax, Div, Round, Cast -> uint8) and multiplied
+  by MatMulInteger, then rescaled (Cast, Mul, Mul). Per token, not per tensor: in a prefill one
+  token's massive activations would set the scale of all (ORT's DynamicQuantizeLinear /
+  quantize_dynamic is per tensor and lost the answer from the first token); per-channel weights
+  (quantize_dynamic's per_channel gave garbage for MatMul here).
+* the MLP ``down_proj`` MatMuls stay fp32: their inputs carry SmolLM2's massive activations.
 * the embedding table (tied to lm_head in the genai export, read through a Transpose) becomes
-  its own int8 table with one scale per row: Gather + Gather(scale) + Cast + Mul, ops every
-  onnxruntime-web build has (no GatherBlockQuantized).
+  its own fp16 table (Gather + Cast); int8 rows lost agreement. lm_head is int8 like the rest.
+  Only standard ops plus the export's GroupQueryAttention: no MatMulNBits, no GatherBlockQuantized.
 
 Input and output names are those of the genai export (input_ids, attention_mask,
 past_key_values.{i}.key/value -> logits, present.{i}.key/value), so one pipeline.json serves
@@ -31,7 +33,7 @@ RECIPE_VERSION = 1
 DEFAULT_KEEP_FP32 = ("down_proj",)  # substrings of MatMul node names left in fp32
 EMBED_TRANSPOSE = "/model/embed_tokens/Transpose"
 EMBED_GATHER = "/model/embed_tokens/Gather"
-MS_DOMAIN = "com.microsoft"
+MS_DOMAIN = "com.microsoft"  # GroupQueryAttention etc. in the export
 
 
 def _quantize_columns(weight):

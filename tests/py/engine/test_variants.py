@@ -43,3 +43,20 @@ def test_cli_variant(tmp_path):
                          capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONPATH": str(ROOT / "py")})
     assert json.loads(out.stdout)["tokens"] == [11, 0, 1]
+
+
+def test_each_variant_names_only_its_own_data_files(tmp_path):
+    from onnxpipe.config import load_config
+    from onnxpipe.engine.build import session_files
+
+    folder = bundle(tmp_path)
+    config = json.loads((folder / "pipeline.json").read_text())
+    config["pipeline"]["sessions"]["decoder"]["external_data"] = {"cpu": ["cpu.data"], "wasm": ["wasm.data"]}
+    (folder / "pipeline.json").write_text(json.dumps(config))
+
+    class Engine:
+        providers = ("wasm",)
+
+    loaded = load_config(folder)
+    assert session_files(loaded, Engine()) == ["wasm.onnx", "wasm.data"]
+    assert session_files(loaded, Engine(), variant="cpu") == ["cpu.onnx", "cpu.data"]
