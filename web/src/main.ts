@@ -2,6 +2,7 @@
 
 import './styles.css';
 import { RuntimeClient } from './client';
+import { enableOffline } from './offline';
 import { listBundles } from './chat/bundles';
 import { Composer } from './chat/composer';
 import { ChatController, type ChatView } from './chat/controller';
@@ -52,19 +53,21 @@ function start(): void {
   const mount = document.getElementById('app') ?? document.body.appendChild(el('div', { id: 'app' }));
   mount.replaceChildren(view.root);
 
-  let client: RuntimeClient | null = null;
-  try {
-    client = new RuntimeClient();
-    controller = new ChatController(client, state, view);
-    controller.setStatus('idle');
-  } catch (e) {
-    view.error.show(describeError(e), 'The runtime worker could not start');
-    view.loader.setBusy(true, false);
-  }
-  window.__onnxpipe = { client, state, controller };
-
-  void listBundles().then((bundles) => {
-    view.loader.setBundles(bundles);
+  // the runtime worker starts once the service worker (if any) controls the page, so its
+  // downloads are kept for offline use
+  const bundles = listBundles();
+  void enableOffline().then(async () => {
+    let client: RuntimeClient | null = null;
+    try {
+      client = new RuntimeClient();
+      controller = new ChatController(client, state, view);
+      controller.setStatus('idle');
+    } catch (e) {
+      view.error.show(describeError(e), 'The runtime worker could not start');
+      view.loader.setBusy(true, false);
+    }
+    window.__onnxpipe = { client, state, controller };
+    view.loader.setBundles(await bundles);
     if (controller) controller.setStatus(state.status);
   });
 }
