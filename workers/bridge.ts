@@ -3,9 +3,17 @@
 
 import { Template } from '@huggingface/jinja';
 import { Tokenizer } from '@huggingface/tokenizers';
-import * as ort from 'onnxruntime-web';
+import type * as Ort from 'onnxruntime-web';
 
 type Dtype = 'float32' | 'float16' | 'int64' | 'int32' | 'int8' | 'uint8' | 'bool';
+
+type OrtModule = typeof Ort;
+let ort: OrtModule;
+
+/** The onnxruntime-web build the worker chose (sessions and tensors must share it). */
+export function useOrt(module: OrtModule): void {
+  ort = module;
+}
 
 /** Bytes of bundle files fetched by the worker, by bundle-relative path. */
 export const files = new Map<string, Uint8Array>();
@@ -13,7 +21,7 @@ let cancelRequested = false;
 const templates = new Map<string, Template>();
 const tick = new MessageChannel();
 
-function typed(dtype: Dtype, values: ArrayLike<number>): ort.Tensor['data'] {
+function typed(dtype: Dtype, values: ArrayLike<number>): Ort.Tensor['data'] {
   switch (dtype) {
     case 'int64': return BigInt64Array.from(values as ArrayLike<number>, (v) => BigInt(v));
     case 'int32': return Int32Array.from(values);
@@ -38,20 +46,20 @@ export const bridge = {
   hasFile(path: string): boolean {
     return files.has(path);
   },
-  tensor(dtype: Dtype, values: number[], dims: number[]): ort.Tensor {
+  tensor(dtype: Dtype, values: number[], dims: number[]): Ort.Tensor {
     return new ort.Tensor(dtype, typed(dtype, values), dims);
   },
-  full(dtype: Dtype, dims: number[], value: number): ort.Tensor {
+  full(dtype: Dtype, dims: number[], value: number): Ort.Tensor {
     const size = dims.reduce((a, b) => a * b, 1);
     const data = typed(dtype, []);
     const filled = new (data.constructor as { new (n: number): typeof data })(size);
     (filled as { fill: (v: unknown) => void }).fill(dtype === 'int64' ? BigInt(value) : value);
     return new ort.Tensor(dtype, filled, dims);
   },
-  toArray(tensor: ort.Tensor): number[] {
+  toArray(tensor: Ort.Tensor): number[] {
     return Array.from(tensor.data as ArrayLike<number | bigint>, (v) => Number(v));
   },
-  async download(tensor: ort.Tensor): Promise<number[]> {
+  async download(tensor: Ort.Tensor): Promise<number[]> {
     const data = await tensor.getData();
     return Array.from(data as ArrayLike<number | bigint>, (v) => Number(v));
   },

@@ -2,10 +2,10 @@
 // Speaks the protocol in web/src/protocol.ts. ORT's own thread workers re-run this module
 // (Vite bundles it as their script), so the entry is guarded by the worker's name.
 
-import * as ort from 'onnxruntime-web';
+import type * as Ort from 'onnxruntime-web';
 
 import type { ErrorKind, Event, Request } from '../web/src/protocol';
-import { bridge, files, setCancel } from './bridge';
+import { bridge, files, setCancel, useOrt } from './bridge';
 import { LoadError, isLarge, loadBundle } from './bundle-loader';
 
 interface PyFunction {
@@ -29,8 +29,17 @@ function threadCount(requested?: number): number {
   return Math.max(1, Math.min(requested ?? 1, navigator.hardwareConcurrency || 1));
 }
 
-async function boot(threads?: number): Promise<{ py: Pyodide; entry: Record<string, PyFunction>; bootMs: number }> {
+/** The plain WASM build unless WebGPU is asked for: it is faster on WASM and has kernels the
+ * WebGPU-capable build lacks (GatherBlockQuantized). Fixed for the worker's lifetime. */
+async function loadOrt(ep?: string): Promise<typeof Ort> {
+  return ep === 'webgpu' ? await import('onnxruntime-web/webgpu') : await import('onnxruntime-web/wasm');
+}
+
+async function boot(threads?: number, ep?: string): Promise<{ py: Pyodide; entry: Record<string, PyFunction>; bootMs: number }> {
   const start = performance.now();
+  const ort = await loadOrt(ep);
+  webgpuBuild = ep === 'webgpu';
+  useOrt(ort);
   const origin = self.location.origin;
   const { loadPyodide } = (await import(/* @vite-ignore */ `${origin}/pyodide/pyodide.mjs`)) as {
     loadPyodide: (options: object) => Promise<Pyodide>;
@@ -43,7 +52,10 @@ async function boot(threads?: number): Promise<{ py: Pyodide; entry: Record<stri
   return { py, entry: py.pyimport('onnxpipe.web_entry'), bootMs: performance.now() - start };
 }
 
+let webgpuBuild = false;
+
 async function availableProviders(): Promise<string[]> {
+  if (!webgpuBuild) return ['wasm'];   // the plain WASM build was loaded for this worker
   const gpu = (navigator as WorkerNavigator & { gpu?: { requestAdapter(): Promise<unknown> } }).gpu;
   const adapter = gpu ? await gpu.requestAdapter().catch(() => null) : null;
   return adapter ? ['webgpu', 'wasm'] : ['wasm'];
@@ -75,7 +87,7 @@ function fromPython<T>(id: number, json: string, key: string): T | null {
 
 async function load(request: Extract<Request, { type: 'load' }>): Promise<void> {
   const { id } = request;
-  runtime ??= boot(request.threads);
+  runtime ??= boot(request.threads, request.ep);
   post({ type: 'progress', id, phase: 'boot', file: 'pyodide', loaded: 0, total: 0, percent: 0 });
   const { py, entry, bootMs } = await runtime;
   const base = new URL(request.bundleUrl.endsWith('/') ? request.bundleUrl : `${request.bundleUrl}/`, self.location.href);
