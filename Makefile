@@ -50,8 +50,9 @@ web: $(STAMP) node-deps ## build the site into dist/: the onnxpipe wheel + pyodi
 	$(PY) tools/build_pyodide_lock.py
 	node_modules/.bin/vite build
 
-bench: models ## decode speed side by side, as ratios
+bench: models node-deps ## decode speed side by side, as ratios (native, then in headless Chromium)
 	$(PY) bench/decode_speed.py $(SMOLLM2)
+	node bench/browser_decode.mjs $(SMOLLM2)
 
 setup: $(STAMP)
 

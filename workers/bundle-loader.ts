@@ -13,6 +13,7 @@ export class LoadError extends Error {
   }
 }
 
+/** Per-file progress: bytes of ``file`` so far and its size. */
 export type Progress = (phase: 'fetch' | 'cache' | 'verify', file: string, loaded: number, total: number) => void;
 
 async function sha256(data: Uint8Array): Promise<string> {
@@ -45,7 +46,7 @@ async function readManifest(base: URL, cache: Cache | null): Promise<Manifest> {
   return manifest;
 }
 
-async function download(url: URL, file: ManifestFile, progress: Progress, done: number, total: number): Promise<Uint8Array> {
+async function download(url: URL, file: ManifestFile, progress: Progress): Promise<Uint8Array> {
   let response: Response;
   try {
     response = await fetch(url);
@@ -64,7 +65,7 @@ async function download(url: URL, file: ManifestFile, progress: Progress, done: 
     }
     out.set(value, at);
     at += value.length;
-    progress('fetch', file.path, done + at, total);
+    progress('fetch', file.path, at, file.bytes);
   }
   if (at !== file.bytes) throw new LoadError('integrity', `${file.path}: got ${at} bytes, manifest.json lists ${file.bytes}`);
   return out;
@@ -89,14 +90,12 @@ export async function loadBundle(
   const cache = await openCache();
   const manifest = await readManifest(base, cache);
   const small = manifest.files.filter((f) => !isLarge(f.path));
-  const out = await fetchFiles(base, small, cache, progress, warnings, 0, 0);
+  const out = await fetchFiles(base, small, cache, progress, warnings);
   const needed = await choose(out, manifest.files.filter((f) => isLarge(f.path)).map((f) => f.path));
   const large = manifest.files.filter((f) => needed.has(f.path));
   const missing = [...needed].filter((path) => !large.some((f) => f.path === path));
   if (missing.length) throw new LoadError('bundle', `manifest.json does not list ${missing.join(', ')}`);
-  const smallBytes = small.reduce((sum, f) => sum + f.bytes, 0);
-  const total = smallBytes + large.reduce((sum, f) => sum + f.bytes, 0);
-  for (const [path, data] of await fetchFiles(base, large, cache, progress, warnings, smallBytes, total)) {
+  for (const [path, data] of await fetchFiles(base, large, cache, progress, warnings)) {
     out.set(path, data);
   }
   return out;
@@ -104,23 +103,20 @@ export async function loadBundle(
 
 async function fetchFiles(
   base: URL, list: ManifestFile[], cache: Cache | null, progress: Progress, warnings: string[],
-  start: number, overall: number,
 ): Promise<Map<string, Uint8Array>> {
-  const total = overall || list.reduce((sum, f) => sum + f.bytes, 0);
   const out = new Map<string, Uint8Array>();
-  let done = start;
   for (const file of list) {
     const url = new URL(file.path, base);
     const cached = await cache?.match(url);
     let data: Uint8Array | null = null;
     if (cached) {
       data = new Uint8Array(await cached.arrayBuffer());
-      progress('cache', file.path, done + data.length, total);
+      progress('cache', file.path, data.length, file.bytes);
       if (data.length !== file.bytes || (await sha256(data)) !== file.sha256) data = null; // stale: refetch
     }
     if (!data) {
-      data = await download(url, file, progress, done, total);
-      progress('verify', file.path, done + data.length, total);
+      data = await download(url, file, progress);
+      progress('verify', file.path, data.length, file.bytes);
       const digest = await sha256(data);
       if (digest !== file.sha256) {
         throw new LoadError('integrity', `${file.path}: sha256 ${digest} does not match manifest.json (${file.sha256})`);
@@ -132,7 +128,6 @@ async function fetchFiles(
       }
     }
     out.set(file.path, data);
-    done += file.bytes;
   }
   return out;
 }

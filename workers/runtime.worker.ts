@@ -6,7 +6,7 @@ import type * as Ort from 'onnxruntime-web';
 
 import type { ErrorKind, Event, Request } from '../web/src/protocol';
 import { bridge, files, setCancel, useOrt } from './bridge';
-import { LoadError, isLarge, loadBundle } from './bundle-loader';
+import { LoadError, loadBundle } from './bundle-loader';
 
 interface PyFunction {
   callPromising(...args: unknown[]): Promise<string>;

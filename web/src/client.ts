@@ -32,22 +32,33 @@ type Pending = {
   onEvent?: (event: Event) => void;
 };
 
+const defaultWorker = (): Worker =>
+  new Worker(new URL('../../workers/runtime.worker.ts', import.meta.url), { type: 'module' });
+
 export class RuntimeClient {
-  private readonly worker: Worker;
+  private worker: Worker;
   private nextId = 1;
   private readonly pending = new Map<number, Pending>();
   private generating: number | null = null;
+  private loads = 0;
 
-  constructor(worker?: Worker) {
-    this.worker =
-      worker ?? new Worker(new URL('../../workers/runtime.worker.ts', import.meta.url), { type: 'module' });
-    this.worker.onmessage = (message: MessageEvent<Event>) => this.dispatch(message.data);
-    this.worker.onerror = (error) => {
-      for (const [id, p] of this.pending) {
-        p.reject(new RuntimeError('internal', `worker failed: ${error.message}`));
-        this.pending.delete(id);
-      }
-    };
+  /** ``makeWorker`` starts a runtime worker (tests pass their own). */
+  constructor(private readonly makeWorker: () => Worker = defaultWorker) {
+    this.worker = this.start();
+  }
+
+  private start(): Worker {
+    const worker = this.makeWorker();
+    worker.onmessage = (message: MessageEvent<Event>) => this.dispatch(message.data);
+    worker.onerror = (error) => this.failAll(`worker failed: ${error.message}`);
+    return worker;
+  }
+
+  private failAll(message: string): void {
+    for (const [id, p] of this.pending) {
+      p.reject(new RuntimeError('internal', message));
+      this.pending.delete(id);
+    }
   }
 
   private dispatch(event: Event): void {
@@ -85,8 +96,17 @@ export class RuntimeClient {
     });
   }
 
-  /** Fetch (with progress), verify and cache a bundle, then open its sessions. */
+  /** Fetch (with progress), verify and cache a bundle, then open its sessions.
+   *
+   * Each load after the first starts a fresh worker: the old bundle's memory goes with it,
+   * and onnxruntime-web's build (WASM or WebGPU) and thread count are chosen anew (its WebGPU
+   * kernels also misbehave when a second model with another vocabulary shares a worker). */
   load(bundleUrl: string, options: LoadOptions = {}): Promise<LoadedInfo> {
+    if (this.loads++ > 0) {
+      this.worker.terminate();
+      this.failAll('a new bundle is loading');
+      this.worker = this.start();
+    }
     const request: Request = {
       type: 'load', id: this.nextId++, bundleUrl, ep: options.ep, variant: options.variant, threads: options.threads,
     };

@@ -95,7 +95,7 @@ export async function startServer({ root = siteDir(), models, mounts = {} } = {}
   return { url, port: Number(new URL(url).port), proc, stop };
 }
 
-function isLocal(url) {
+export function isLocal(url) {
   let u;
   try {
     u = new URL(url);
@@ -120,6 +120,14 @@ export async function launchBrowser({ args = [], contextOptions = {} } = {}) {
     env: { ...process.env, TMPDIR: os.tmpdir() },
   });
   const context = await browser.newContext(contextOptions);
+  return { browser, context, ...(await guardContext(context)) };
+}
+
+/**
+ * Abort (and record in `offsite`) every request of `context` not to 127.0.0.1; gather
+ * page/worker console lines in `logs`. Used by launchBrowser and launchPersistent.
+ */
+export async function guardContext(context) {
   const offsite = [];
   const logs = [];
   await context.route('**/*', (route) => {
@@ -131,13 +139,31 @@ export async function launchBrowser({ args = [], contextOptions = {} } = {}) {
   context.on('request', (req) => {
     if (!isLocal(req.url()) && !offsite.includes(req.url())) offsite.push(req.url());
   });
-  context.on('page', (page) => {
+  const watch = (page) => {
     page.on('console', (msg) => logs.push(`[page ${msg.type()}] ${msg.text()}`));
     page.on('pageerror', (err) => logs.push(`[page error] ${err.message}`));
     page.on('websocket', (ws) => {
       if (!isLocal(ws.url())) offsite.push(ws.url());
     });
     page.on('worker', (w) => logs.push(`[worker] ${w.url()}`));
+  };
+  context.on('page', watch);
+  for (const page of context.pages()) watch(page);
+  return { offsite, logs };
+}
+
+/**
+ * A persistent context (its profile in userDataDir survives close/relaunch: Cache API,
+ * HTTP cache), guarded like launchBrowser. Resolves to {context, offsite, logs}; close the context.
+ */
+export async function launchPersistent(userDataDir, { args = [], contextOptions = {} } = {}) {
+  if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} missing: run make web-deps`);
+  const context = await chromium.launchPersistentContext(userDataDir, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [...CHROMIUM_FLAGS, ...args],
+    env: { ...process.env, TMPDIR: os.tmpdir() },
+    ...contextOptions,
   });
-  return { browser, context, offsite, logs };
+  return { context, ...(await guardContext(context)) };
 }

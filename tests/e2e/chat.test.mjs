@@ -1,0 +1,122 @@
+// The chat page end to end with the demo model: load smollm2-135m-instruct through the UI,
+// type a question, watch the reply stream into the assistant bubble, and check its tokens
+// against the native CPython run of the same file (`python -m onnxpipe run --chat --variant`).
+// A screenshot of the page after the reply is saved to build/e2e/artifacts/chat.png.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import { ROOT, launchBrowser, siteDir, startServer } from './lib/browser.mjs';
+import { nativeRun } from './lib/runtime.mjs';
+import { TIMEOUTS } from './lib/timeouts.mjs';
+
+const BUNDLE = 'smollm2-135m-instruct';
+const BUNDLE_DIR = path.join(ROOT, 'public', 'models', BUNDLE);
+const QUESTION = 'What is the capital of France?';
+const MAX_NEW_TOKENS = 24;
+const ARTIFACTS = path.join(ROOT, 'build', 'e2e', 'artifacts');
+const missing = ['model.onnx', 'manifest.json', 'pipeline.json'].filter((f) => !fs.existsSync(path.join(BUNDLE_DIR, f)));
+
+let server, browser, context, offsite, logs;
+before(async () => {
+  if (missing.length) return;
+  server = await startServer({ root: siteDir() });
+  ({ browser, context, offsite, logs } = await launchBrowser({ contextOptions: { viewport: { width: 1280, height: 900 } } }));
+});
+after(async () => {
+  await browser?.close();
+  await server?.stop();
+});
+
+/** The file pipeline.json gives a provider (file_for: the provider's, else default, else cpu). */
+function fileFor(provider) {
+  const spec = JSON.parse(fs.readFileSync(path.join(BUNDLE_DIR, 'pipeline.json'), 'utf8'));
+  const file = spec.pipeline.sessions.decoder.file;
+  return typeof file === 'string' ? file : file[provider] ?? file.default ?? file.cpu;
+}
+
+test(`chat page: ${BUNDLE} answers "${QUESTION}" token for token like native`, { timeout: TIMEOUTS.file }, async (t) => {
+  if (missing.length) return t.skip(`public/models/${BUNDLE}/ lacks ${missing.join(', ')}: run make models`);
+  const page = await context.newPage();
+  try {
+    await page.goto(server.url);
+    const app = page.getByTestId('app');
+    await page.getByTestId('load-button').waitFor({ timeout: TIMEOUTS.page });
+    await page.waitForFunction(() => document.querySelector('[data-testid=bundle-select] option'), null, { timeout: TIMEOUTS.page });
+    await page.getByTestId('bundle-select').selectOption(BUNDLE);
+    await page.getByTestId('ep-select').selectOption('wasm');
+    await page.getByTestId('load-button').click();
+    await page.waitForFunction(
+      () => ['ready', 'idle'].includes(document.querySelector('[data-testid=app]').dataset.status) && window.__onnxpipe.state.status !== 'loading',
+      null, { timeout: TIMEOUTS.load, polling: 100 });
+    const loadError = await page.evaluate(() => window.__onnxpipe.state.lastError);
+    assert.equal(loadError, null, `load failed: ${JSON.stringify(loadError)}`);
+    assert.equal(await app.getAttribute('data-status'), 'ready');
+    const info = await page.evaluate(() => window.__onnxpipe.state.loaded);
+    const decoder = info.sessions.decoder;
+    assert.match(decoder.provider, /wasm/i);
+    assert.equal(decoder.file, fileFor('wasm'), 'the browser opened the file pipeline.json names for wasm');
+    await expectStatus(page, 'load-status', /Loaded/);
+
+    // greedy (the default) with a short budget; then record every text the assistant bubble shows
+    assert.equal(await page.getByTestId('mode-greedy').isChecked(), true);
+    await page.getByTestId('max-new-tokens').fill(String(MAX_NEW_TOKENS));
+    await page.evaluate(() => {
+      window.__seen = [];
+      const root = document.querySelector('[data-testid=messages]');
+      const record = () => {
+        const bubble = root.querySelector('[data-testid=message][data-role=assistant]:last-of-type');
+        if (!bubble) return;
+        const text = bubble.querySelector('.msg-body')?.textContent ?? '';
+        const streaming = bubble.classList.contains('streaming');
+        const last = window.__seen.at(-1);
+        if (!last || last.text !== text || last.streaming !== streaming) window.__seen.push({ text, streaming });
+      };
+      new MutationObserver(record).observe(root, { subtree: true, childList: true, characterData: true, attributes: true });
+    });
+    await page.getByTestId('prompt').fill(QUESTION);
+    await page.getByTestId('prompt').press('Enter');
+    await page.waitForFunction(() => window.__onnxpipe.state.status === 'generating' || window.__onnxpipe.state.lastResult, null, { timeout: TIMEOUTS.page });
+    await page.waitForFunction(() => window.__onnxpipe.state.status === 'ready', null, { timeout: TIMEOUTS.generate, polling: 100 });
+    const state = await page.evaluate(() => ({
+      result: window.__onnxpipe.state.lastResult, error: window.__onnxpipe.state.lastError, seen: window.__seen,
+      messages: window.__onnxpipe.state.messages,
+    }));
+    assert.equal(state.error, null, `generation failed: ${JSON.stringify(state.error)}`);
+    const { result } = state;
+
+    // it streamed: at least two distinct non-empty texts while the bubble was still streaming
+    const partial = [...new Set(state.seen.filter((s) => s.streaming && s.text).map((s) => s.text))];
+    assert.ok(partial.length >= 2, `the reply did not stream: ${JSON.stringify(state.seen)}`);
+    for (const text of partial) assert.ok(result.text.startsWith(text), `streamed "${text}" is not a prefix of "${result.text}"`);
+    const bubble = page.locator('[data-testid=message][data-role=assistant]').last();
+    assert.equal((await bubble.locator('.msg-body').textContent()), result.text);
+    assert.deepEqual(state.messages.at(-1), { role: 'assistant', content: result.text });
+    assert.equal(await page.getByTestId('stats').getAttribute('data-tokens'), String(result.tokens.length));
+
+    // token for token against CPython (onnxruntime) on the same file
+    const native = await nativeRun(BUNDLE_DIR, ['--chat', QUESTION, '--greedy', '--max-new-tokens', String(MAX_NEW_TOKENS), '--variant', 'wasm']);
+    assert.deepEqual(result.tokens, native.tokens, `browser "${result.text}" vs native "${native.text}"`);
+    assert.equal(result.text, native.text);
+    assert.equal(result.finish_reason, native.finish_reason);
+
+    fs.mkdirSync(ARTIFACTS, { recursive: true });
+    const shot = path.join(ARTIFACTS, 'chat.png');
+    await page.screenshot({ path: shot, fullPage: true });
+    console.log(`# chat: "${result.text}" (${result.tokens.length} tokens, ${result.finish_reason}; ${partial.length} streamed states); ` +
+      `${decoder.provider} ${decoder.file}; decode ${result.decode_tokens_per_s.toFixed(1)} tokens/s (native ${native.decode_tokens_per_s.toFixed(1)}), ` +
+      `prefill ${Math.round(result.prefill_ms)} ms; load ${Math.round(info.loadMs)} ms, boot ${Math.round(info.bootMs)} ms; screenshot ${path.relative(ROOT, shot)}`);
+    if (info.warnings.length) console.log(`# load warnings: ${info.warnings.join(' | ')}`);
+    assert.deepEqual(offsite, [], 'requests left 127.0.0.1');
+  } catch (error) {
+    console.error(logs.slice(-40).join('\n'));
+    throw error;
+  } finally {
+    await page.close();
+  }
+});
+
+async function expectStatus(page, testid, pattern) {
+  const text = await page.getByTestId(testid).textContent();
+  assert.match(text, pattern, `${testid}: ${text}`);
+}

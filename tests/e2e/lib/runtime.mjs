@@ -1,0 +1,228 @@
+// Drive the REAL runtime worker from Node: the built chat page exposes its RuntimeClient
+// (web/src/client.ts) as window.__onnxpipe.client; these helpers call it through Playwright.
+//
+//   const page = await openRuntimePage(context, server.url);
+//   const { info } = await loadBundle(page, server.url + 'models/x/', { ep: 'wasm' });
+//   const { result, events } = await generate(page, { inputIds: [1, 2], options: { max_new_tokens: 8 } });
+//
+// Also: bundle folders on disk made servable (manifest.json written when missing or stale),
+// the native CPython run of the same bundle, and the site to serve (dist/, rebuilt when stale).
+import { execFileSync, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { ROOT, python } from './browser.mjs';
+import { TIMEOUTS } from './timeouts.mjs';
+
+export class RuntimeFailure extends Error {
+  constructor(kind, message) {
+    super(`${kind}: ${message}`);
+    this.kind = kind;
+    this.detail = message;
+  }
+}
+
+function withTimeout(promise, ms, what) {
+  let timer;
+  const limit = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: no answer in ${(ms / 1000).toFixed(0)} s`)), ms);
+  });
+  return Promise.race([promise, limit]).finally(() => clearTimeout(timer));
+}
+
+/** Open the chat page and wait for its RuntimeClient. */
+export async function openRuntimePage(context, baseUrl, { timeout = TIMEOUTS.page } = {}) {
+  const page = await context.newPage();
+  await page.goto(baseUrl, { timeout });
+  await page.waitForFunction(() => Boolean(window.__onnxpipe?.client), null, { timeout, polling: 50 });
+  return page;
+}
+
+/**
+ * client.load(bundleUrl, {ep, variant}) in the page. Resolves to {info, progress, wallMs};
+ * progress is the list of {phase, file} events seen. Throws RuntimeFailure on a worker error.
+ */
+export async function loadBundle(page, bundleUrl, { ep, variant, timeout = TIMEOUTS.load } = {}) {
+  const reply = await withTimeout(
+    page.evaluate(async ({ url, ep, variant }) => {
+      const client = window.__onnxpipe.client;
+      const progress = [];
+      const t0 = performance.now();
+      try {
+        const info = await client.load(url, { ep, variant, onProgress: (e) => progress.push({ phase: e.phase, file: e.file }) });
+        return { info, progress, wallMs: performance.now() - t0 };
+      } catch (e) {
+        return { error: { kind: e?.kind ?? 'internal', message: String(e?.message ?? e) } };
+      }
+    }, { url: bundleUrl, ep, variant }),
+    timeout, `load ${bundleUrl}`);
+  if (reply.error) throw new RuntimeFailure(reply.error.kind, reply.error.message);
+  return reply;
+}
+
+/**
+ * client.generate(request) in the page. request: {inputIds | prompt | messages, options}.
+ * cancelAfter: call client.cancel() once that many token events have arrived.
+ * Resolves to {result, events: [{ms, text, tokenIds}], wallMs, firstTokenMs}.
+ */
+export async function generate(page, request, { cancelAfter = 0, timeout = TIMEOUTS.generate } = {}) {
+  const reply = await withTimeout(
+    page.evaluate(async ({ request, cancelAfter }) => {
+      const client = window.__onnxpipe.client;
+      const events = [];
+      let cancel = null;
+      const t0 = performance.now();
+      try {
+        const result = await client.generate({
+          ...request,
+          onToken: (text, tokenIds) => {
+            events.push({ ms: performance.now() - t0, text, tokenIds });
+            if (cancelAfter && events.length === cancelAfter) cancel = client.cancel();
+          },
+        });
+        await cancel;
+        return { result, events, wallMs: performance.now() - t0, firstTokenMs: events[0]?.ms ?? null };
+      } catch (e) {
+        return { error: { kind: e?.kind ?? 'internal', message: String(e?.message ?? e) } };
+      }
+    }, { request, cancelAfter }),
+    timeout, 'generate');
+  if (reply.error) throw new RuntimeFailure(reply.error.kind, reply.error.message);
+  return reply;
+}
+
+// ---------------------------------------------------------------- bundles on disk
+
+function listFiles(dir) {
+  const out = [];
+  const walk = (rel) => {
+    for (const d of fs.readdirSync(path.join(dir, rel), { withFileTypes: true })) {
+      if (d.name.startsWith('.')) continue;
+      const r = rel ? `${rel}/${d.name}` : d.name;
+      if (d.isDirectory()) walk(r);
+      else if (r !== 'manifest.json') out.push(r);
+    }
+  };
+  walk('');
+  return out.sort();
+}
+
+/** True when dir/manifest.json lists exactly the folder's files, with their sizes, and is newer than them. */
+export function manifestIsCurrent(dir) {
+  const file = path.join(dir, 'manifest.json');
+  if (!fs.existsSync(file)) return false;
+  let manifest;
+  try {
+    manifest = JSON.parse(fs.readFileSync(file, 'utf8'));
+  } catch {
+    return false;
+  }
+  const listed = new Map((manifest.files ?? []).map((f) => [f.path, f.bytes]));
+  const files = listFiles(dir);
+  if (files.length !== listed.size) return false;
+  const written = fs.statSync(file).mtimeMs;
+  for (const rel of files) {
+    const st = fs.statSync(path.join(dir, rel));
+    if (listed.get(rel) !== st.size || st.mtimeMs > written) return false;
+  }
+  return true;
+}
+
+/** Write dir/manifest.json (onnxpipe.export.manifest.write_manifest) unless it is current. */
+export function ensureManifest(dir) {
+  if (manifestIsCurrent(dir)) return false;
+  execFileSync(python(), ['-c', 'import sys; from onnxpipe.export.manifest import write_manifest; write_manifest(sys.argv[1])', dir], {
+    cwd: ROOT,
+    env: { ...process.env, PYTHONPATH: [path.join(ROOT, 'py'), ROOT, process.env.PYTHONPATH].filter(Boolean).join(path.delimiter) },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  return true;
+}
+
+/** Copy a bundle folder (hidden files left out) to dest and write its manifest there. */
+export function copyBundle(src, dest) {
+  fs.rmSync(dest, { recursive: true, force: true });
+  fs.mkdirSync(dest, { recursive: true });
+  for (const rel of listFiles(src)) {
+    fs.mkdirSync(path.dirname(path.join(dest, rel)), { recursive: true });
+    fs.copyFileSync(path.join(src, rel), path.join(dest, rel));
+  }
+  ensureManifest(dest);
+  return dest;
+}
+
+export const FIXTURE_CACHE = path.join(ROOT, 'tests', 'fixtures', '.cache');
+
+/** Tiny fixture names from `python -m tests.fixtures.tiny_models --list` (built ones only). */
+export function fixtureNames() {
+  const out = execFileSync(python(), ['-m', 'tests.fixtures.tiny_models', '--list'], {
+    cwd: ROOT,
+    env: { ...process.env, PYTHONPATH: [path.join(ROOT, 'py'), ROOT].join(path.delimiter) },
+    encoding: 'utf8',
+  });
+  return out.split('\n').map((l) => l.trim().split(/\s+/)[0]).filter(Boolean);
+}
+
+// ---------------------------------------------------------------- native reference
+
+/**
+ * `python -m onnxpipe run BUNDLE ... --json` (CPython, onnxruntime): the parsed JSON object.
+ * args: extra CLI words, e.g. ['--chat', 'Hi', '--greedy', '--max-new-tokens', '16'].
+ */
+export function nativeRun(bundleDir, args, { timeout = TIMEOUTS.native } = {}) {
+  return new Promise((resolve, reject) => {
+    const proc = spawn(python(), ['-m', 'onnxpipe', 'run', bundleDir, ...args, '--json'], {
+      cwd: ROOT,
+      env: { ...process.env, PYTHONPATH: [path.join(ROOT, 'py'), ROOT].join(path.delimiter) },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    let err = '';
+    const timer = setTimeout(() => proc.kill('SIGKILL'), timeout);
+    proc.stdout.on('data', (c) => (out += c));
+    proc.stderr.on('data', (c) => (err += c));
+    proc.on('exit', (code, signal) => {
+      clearTimeout(timer);
+      if (code !== 0) return reject(new Error(`native onnxpipe run failed (${code ?? signal}): ${err.trim()}`));
+      try {
+        resolve({ ...JSON.parse(out.trim().split('\n').pop()), stderr: err });
+      } catch (e) {
+        reject(new Error(`native onnxpipe run: no JSON in its output: ${out.slice(0, 500)}`));
+      }
+    });
+  });
+}
+
+// ---------------------------------------------------------------- the site
+
+const SOURCES = ['web', 'workers', 'py/onnxpipe', 'vite.config.ts', 'package-lock.json', 'pyproject.toml', 'tools/build_pyodide_lock.py'];
+
+function newestMtime(p) {
+  if (!fs.existsSync(p)) return 0;
+  const st = fs.statSync(p);
+  if (!st.isDirectory()) return st.mtimeMs;
+  let newest = st.mtimeMs;
+  for (const d of fs.readdirSync(p, { withFileTypes: true })) {
+    if (d.name === 'node_modules' || d.name === '__pycache__' || d.name.startsWith('.')) continue;
+    newest = Math.max(newest, newestMtime(path.join(p, d.name)));
+  }
+  return newest;
+}
+
+/**
+ * The built site for tools that are not tests (run-bundle, the benchmark): ONNXPIPE_E2E_DIST
+ * when set, else dist/, rebuilt first (like `make web`) when missing or older than its sources.
+ */
+export function ensureSite({ log = (m) => process.stderr.write(m) } = {}) {
+  if (process.env.ONNXPIPE_E2E_DIST) return path.resolve(ROOT, process.env.ONNXPIPE_E2E_DIST);
+  const dist = path.join(ROOT, 'dist');
+  const index = path.join(dist, 'index.html');
+  const built = fs.existsSync(index) ? fs.statSync(index).mtimeMs : 0;
+  const newest = Math.max(...SOURCES.map((s) => newestMtime(path.join(ROOT, s))));
+  if (built && built >= newest) return dist;
+  log(`# dist/ ${built ? 'is older than its sources' : 'is missing'}: vite build\n`);
+  execFileSync(process.execPath, [path.join(ROOT, 'node_modules', 'vite', 'bin', 'vite.js'), 'build', '--logLevel', 'warn'], {
+    cwd: ROOT,
+    stdio: ['ignore', 2, 2],
+  });
+  return dist;
+}

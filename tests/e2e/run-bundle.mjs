@@ -1,0 +1,135 @@
+#!/usr/bin/env node
+// Run a model bundle in headless Chromium through the REAL runtime worker (the built chat page's
+// RuntimeClient), and print one JSON object shaped like `python -m onnxpipe run --json`.
+//
+//   node tests/e2e/run-bundle.mjs BUNDLE_DIR (--input-ids 1,2,3 | --prompt TEXT | --chat TEXT)
+//        [--max-new-tokens N] [--greedy] [--ignore-eos] [--json] [--ep wasm|webgpu]
+//        [--variant EP] [--repeat K]
+//
+// BUNDLE_DIR is any folder on disk: it is served in place at /models/<folder name>/ by
+// tools/serve.py (its manifest.json is written first when missing or stale; nothing else in
+// it is touched). The site is dist/ (rebuilt with vite when older than its sources) or
+// $ONNXPIPE_E2E_DIST. Every request not to 127.0.0.1 is blocked. --repeat K generates K
+// times on the one loaded bundle and reports the last (the first pays one-time warm-up).
+// Exits 1 with the error on stderr on failure.
+import fs from 'node:fs';
+import path from 'node:path';
+import { launchBrowser, startServer } from './lib/browser.mjs';
+import { ensureManifest, ensureSite, generate, loadBundle, openRuntimePage } from './lib/runtime.mjs';
+
+const USAGE = 'usage: node tests/e2e/run-bundle.mjs BUNDLE_DIR (--input-ids 1,2,3 | --prompt TEXT | --chat TEXT) ' +
+  '[--max-new-tokens N] [--greedy] [--ignore-eos] [--json] [--ep wasm|webgpu] [--variant EP] [--repeat K]';
+
+export function parseArgs(argv) {
+  const a = { ep: undefined, variant: undefined, json: false, greedy: false, ignoreEos: false, repeat: 1 };
+  const pos = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    const value = () => {
+      if (i + 1 >= argv.length) throw new Error(`${arg} needs a value`);
+      return argv[++i];
+    };
+    switch (arg) {
+      case '--input-ids': a.inputIds = value().split(',').filter(Boolean).map((t) => {
+        const n = Number(t.trim());
+        if (!Number.isInteger(n)) throw new Error(`--input-ids: "${t}" is not an integer`);
+        return n;
+      }); break;
+      case '--prompt': a.prompt = value(); break;
+      case '--chat': a.chat = value(); break;
+      case '--max-new-tokens': a.maxNewTokens = Number(value()); break;
+      case '--ep': a.ep = value(); break;
+      case '--variant': a.variant = value(); break;
+      case '--repeat': a.repeat = Math.max(1, Number(value())); break;
+      case '--greedy': a.greedy = true; break;
+      case '--ignore-eos': a.ignoreEos = true; break;
+      case '--json': a.json = true; break;
+      case '-h': case '--help': console.log(USAGE); process.exit(0); break;
+      default:
+        if (arg.startsWith('--')) throw new Error(`unknown option ${arg}\n${USAGE}`);
+        pos.push(arg);
+    }
+  }
+  if (pos.length !== 1) throw new Error(USAGE);
+  a.bundle = path.resolve(pos[0]);
+  if (!fs.existsSync(a.bundle) || !fs.statSync(a.bundle).isDirectory()) throw new Error(`${pos[0]}: not a folder`);
+  const inputs = [a.inputIds, a.prompt, a.chat].filter((x) => x !== undefined);
+  if (inputs.length !== 1) throw new Error('give exactly one of --input-ids, --prompt or --chat');
+  if (a.ep && !['wasm', 'webgpu'].includes(a.ep)) throw new Error(`--ep: wasm or webgpu, not "${a.ep}"`);
+  if (a.maxNewTokens !== undefined && !(Number.isInteger(a.maxNewTokens) && a.maxNewTokens > 0)) {
+    throw new Error('--max-new-tokens wants a positive integer');
+  }
+  return a;
+}
+
+/** The generate request the CLI words stand for (as `python -m onnxpipe run` builds it). */
+export function requestOf(a) {
+  const options = {};
+  if (a.greedy) options.do_sample = false;
+  if (a.maxNewTokens !== undefined) options.max_new_tokens = a.maxNewTokens;
+  if (a.ignoreEos) options.ignore_eos = true;
+  if (a.chat !== undefined) return { messages: [{ role: 'user', content: a.chat }], options };
+  if (a.prompt !== undefined) return { prompt: a.prompt, options };
+  return { inputIds: a.inputIds, options };
+}
+
+/** Load a.bundle in headless Chromium and generate; resolves to the JSON object printed. */
+export async function runBundle(a) {
+  const site = ensureSite();
+  ensureManifest(a.bundle);
+  const name = path.basename(a.bundle);
+  const server = await startServer({ root: site, mounts: { [`/models/${name}/`]: a.bundle } });
+  const { browser, context, offsite, logs } = await launchBrowser({ args: a.ep === 'webgpu' ? ['--enable-unsafe-webgpu'] : [] });
+  try {
+    const page = await openRuntimePage(context, server.url);
+    const loaded = await loadBundle(page, `${server.url}models/${name}/`, { ep: a.ep, variant: a.variant });
+    let run;
+    for (let i = 0; i < a.repeat; i++) {
+      // a fresh conversation each time: inputIds/prompt never reuse the cache across calls
+      run = await generate(page, requestOf(a));
+    }
+    if (offsite.length) throw new Error(`requests left 127.0.0.1: ${offsite.join(', ')}`);
+    const { result } = run;
+    return {
+      ...result,
+      sessions: loaded.info.sessions,
+      warnings: loaded.info.warnings,
+      ep: a.ep ?? null,
+      variant: a.variant ?? null,
+      browser: { version: browser.version(), boot_ms: loaded.info.bootMs, load_ms: loaded.info.loadMs, load_wall_ms: loaded.wallMs },
+      generate_wall_ms: run.wallMs,
+      first_token_ms: run.firstTokenMs,
+      token_events: run.events.length,
+    };
+  } catch (error) {
+    if (process.env.ONNXPIPE_E2E_VERBOSE) process.stderr.write(`${logs.join('\n')}\n`);
+    throw error;
+  } finally {
+    await browser.close().catch(() => {});
+    await server.stop();
+  }
+}
+
+async function main() {
+  let a;
+  try {
+    a = parseArgs(process.argv.slice(2));
+  } catch (error) {
+    process.stderr.write(`run-bundle: ${error.message}\n`);
+    process.exit(2);
+  }
+  try {
+    const out = await runBundle(a);
+    if (a.json) console.log(JSON.stringify(out));
+    else {
+      console.log(out.text);
+      process.stderr.write(`[${out.tokens.length} tokens, ${out.finish_reason}; prefill ${out.prefill_ms.toFixed(1)} ms, ` +
+        `decode ${out.decode_tokens_per_s.toFixed(1)} tokens/s; ${Object.entries(out.sessions).map(([n, s]) => `${n}: ${s.provider} ${s.file}`).join(', ')}]\n`);
+    }
+  } catch (error) {
+    process.stderr.write(`run-bundle: ${error.message}\n`);
+    process.exit(1);
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}` || process.argv[1]?.endsWith('run-bundle.mjs')) await main();
