@@ -5,7 +5,7 @@
 //   transformers.js  @huggingface/transformers from build/bench-node/ (npm i --ignore-scripts)
 // Prints tokens/s for each and the ratios. Not a test.
 //
-//   node bench/browser_decode.mjs [BUNDLE_DIR] [--tokens 64] [--runs 2] [--ort ort.bundle.min.mjs] [--json]
+//   node bench/browser_decode.mjs [BUNDLE_DIR] [--tokens 64] [--runs 2] [--threads 1] [--ort ort.wasm.min.mjs] [--json]
 //
 // BUNDLE_DIR defaults to public/models/smollm2-135m-instruct; the file is the one its
 // pipeline.json maps to "wasm" (else its plain file). Threads: min(2, cores), as the worker.
@@ -22,7 +22,8 @@ const opt = (name, dflt) => {
 };
 const TOKENS = Number(opt('--tokens', 64));
 const RUNS = Number(opt('--runs', 2));
-const ORT_BUILD = opt('--ort', 'ort.bundle.min.mjs'); // what `import 'onnxruntime-web'` gives the worker
+const ORT_BUILD = opt('--ort', 'ort.wasm.min.mjs'); // the build the worker loads for WASM
+const THREADS = Number(opt('--threads', 1)); // the worker's default
 const JSON_OUT = args.includes('--json') && args.splice(args.indexOf('--json'), 1);
 const BUNDLE = path.resolve(args[0] ?? path.join(ROOT, 'public', 'models', 'smollm2-135m-instruct'));
 const NAME = path.basename(BUNDLE);
@@ -94,12 +95,12 @@ async function main() {
     launched.offsite.push = (...u) => offsite.push(...u);
   };
   await fresh();
-  const threads = Math.min(2, os.availableParallelism());
+  const threads = Math.min(THREADS, os.availableParallelism());
   const out = { bundle: path.relative(ROOT, BUNDLE), file, data, tokens: TOKENS, prompt: PROMPT, threads, browser: browser.version() };
   try {
     // onnxpipe: load once, generate RUNS times (fresh prompt each time), keep the best
     let page = await openRuntimePage(context, server.url);
-    const loaded = await loadBundle(page, `${server.url}models/${NAME}/`, { ep: 'wasm', variant });
+    const loaded = await loadBundle(page, `${server.url}models/${NAME}/`, { ep: 'wasm', variant, threads });
     const pipeRuns = [];
     for (let r = 0; r < RUNS; r++) {
       const { result } = await generate(page, { inputIds: PROMPT, options: { do_sample: false, max_new_tokens: TOKENS, ignore_eos: true } }, { timeout: 600_000 });
