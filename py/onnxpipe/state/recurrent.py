@@ -24,7 +24,10 @@ class Recurrent(StateComponent):
         feeds[self.spec.input] = self.value
 
     def update(self, session, outputs, ctx):
-        self.value = outputs[self.spec.output]
+        new = outputs[self.spec.output]
+        if self.value is not None and self.value is not new:
+            self.backend.dispose(self.value)
+        self.value = new
 
     def rewind(self, length: int) -> bool:
         return False  # a recurrent state can't be cut back without replaying
