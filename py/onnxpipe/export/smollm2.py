@@ -7,7 +7,8 @@ loads it, dequantized to fp32; we save that as a Hugging Face folder and hand it
 onnxruntime-genai's model builder (int4, CPU). The result is an onnxruntime-genai bundle
 (genai_config.json, model.onnx + model.onnx.data, tokenizer files, chat template) next to the
 committed pipeline.json. The builder's fp32 export is turned into model.wasm.onnx (+ .data), the
-int8 variant made for onnxruntime-web's WASM backend (see onnxpipe.export.wasm_variant);
+variant made for onnxruntime-web's WASM backend (fp16-stored weights computed in fp32; see
+onnxpipe.export.wasm_variant);
 pipeline.json maps each execution provider to its file. A `.built` stamp records the inputs, so
 a second run does nothing.
 """
@@ -38,15 +39,14 @@ EXECUTION_PROVIDER = "cpu"
 RECIPE_VERSION = 2
 DEFAULT_OUT = os.path.join("public", "models", "smollm2-135m-instruct")
 STAMP_NAME = ".built"
-# The onnxruntime-web WASM variant (int8, made from the builder's fp32 export).
+# The onnxruntime-web WASM variant (fp16-stored weights, made from the builder's fp32 export).
 WASM_FILE = "model.wasm.onnx"
-WASM_KEEP_FP32 = ("down_proj",)
-WASM_EMBEDDING = "fp16"
+WASM_WEIGHTS = "fp16"
 REQUIRED_FILES = ("genai_config.json", "model.onnx", "model.onnx.data", "tokenizer.json",
                   "tokenizer_config.json", WASM_FILE, WASM_FILE + ".data")
 # Prompt for the build-time sanity check of the WASM variant (greedy, against fp32).
 CHECK_PROMPT = "What is the capital of France?"
-CHECK_TOKENS = 16
+CHECK_TOKENS = 32
 # Files we never copy from the builder's output (the committed config is ours).
 KEEP_OURS = ("pipeline.json",)
 
@@ -85,7 +85,7 @@ def build_inputs(gguf_path: str) -> dict:
         "precision": PRECISION,
         "execution_provider": EXECUTION_PROVIDER,
         "wasm_variant": {"file": WASM_FILE, "recipe_version": wasm_variant.RECIPE_VERSION,
-                         "keep_fp32": list(WASM_KEEP_FP32), "embedding": WASM_EMBEDDING},
+                         "weights": WASM_WEIGHTS},
         "versions": {d: _version(d) for d in (PACKAGE, "transformers", "onnxruntime-genai", "gguf", "torch",
                                               "onnx", "onnxruntime")},
     }
@@ -174,9 +174,8 @@ def build_wasm_variant(fp32_dir: str, out_dir: str, hf_dir: str) -> None:
     """Write WASM_FILE (+ .data) into out_dir from the fp32 export; check it greedily vs fp32."""
     out_path = os.path.join(out_dir, WASM_FILE)
     fp32_path = os.path.join(fp32_dir, "model.onnx")
-    done = wasm_variant.make_variant(fp32_path, out_path, WASM_KEEP_FP32, embedding=WASM_EMBEDDING)
-    log(f"wrote {WASM_FILE} (+ .data): {len(done)} MatMuls int8, embedding {WASM_EMBEDDING}, "
-        f"fp32: {', '.join(WASM_KEEP_FP32)}")
+    done = wasm_variant.make_variant(fp32_path, out_path, weights=WASM_WEIGHTS)
+    log(f"wrote {WASM_FILE} (+ .data): {len(done)} MatMul weights stored {WASM_WEIGHTS}")
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(hf_dir)
