@@ -33,8 +33,17 @@ function typed(dtype: Dtype, values: ArrayLike<number>): Ort.Tensor['data'] {
   }
 }
 
+let cancelShared: Int32Array | null = null;
+
 export function setCancel(value: boolean): void {
   cancelRequested = value;
+  // the page clears the shared flag itself when it starts a generation
+  if (cancelShared && value) Atomics.store(cancelShared, 0, 1);
+}
+
+/** Shared memory the page writes on cancel (cross-origin isolated pages only). */
+export function useCancelBuffer(buffer: SharedArrayBuffer | undefined): void {
+  cancelShared = buffer ? new Int32Array(buffer) : null;
 }
 
 export const bridge = {
@@ -92,6 +101,21 @@ export const bridge = {
       templates.set(source, template);
     }
     return template.render(JSON.parse(contextJson) as Record<string, unknown>);
+  },
+  /** One session run with feeds as parallel name/value arrays: one FFI crossing each way. */
+  async run(session: Ort.InferenceSession, names: string[], values: Ort.Tensor[], outputs: string[]): Promise<Ort.Tensor[]> {
+    const feeds: Record<string, Ort.Tensor> = {};
+    for (let i = 0; i < names.length; i++) feeds[names[i]!] = values[i]!;
+    const result = await session.run(feeds, outputs);
+    return outputs.map((name) => result[name]!);
+  },
+  disposeAll(tensors: Ort.Tensor[]): void {
+    for (const tensor of tensors) tensor.dispose();
+  },
+  /** The cancel flag the page sets in shared memory (read with no event-loop turn):
+   * 1 cancelled, 0 not, -1 no shared memory (then use checkCancelled). */
+  cancelFlag(): number {
+    return cancelShared === null ? -1 : Atomics.load(cancelShared, 0);
   },
   /** Resolves after one macrotask turn (so a cancel message can arrive) with the flag. */
   checkCancelled(): Promise<boolean> {

@@ -5,7 +5,7 @@
 import type * as Ort from 'onnxruntime-web';
 
 import type { ErrorKind, Event, Request } from '../web/src/protocol';
-import { bridge, files, setCancel, useOrt } from './bridge';
+import { bridge, files, setCancel, useCancelBuffer, useOrt } from './bridge';
 import { LoadError, loadBundle } from './bundle-loader';
 
 interface PyFunction {
@@ -90,6 +90,7 @@ async function load(request: Extract<Request, { type: 'load' }>): Promise<void> 
   runtime ??= boot(request.threads, request.ep);
   post({ type: 'progress', id, phase: 'boot', file: 'pyodide', loaded: 0, total: 0, percent: 0 });
   const { py, entry, bootMs } = await runtime;
+  useCancelBuffer(request.cancelBuffer);
   const base = new URL(request.bundleUrl.endsWith('/') ? request.bundleUrl : `${request.bundleUrl}/`, self.location.href);
   const warnings: string[] = [];
   const name = base.pathname.split('/').filter(Boolean).pop() ?? 'bundle';

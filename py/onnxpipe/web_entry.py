@@ -82,7 +82,10 @@ def generate(request_json: str, emit) -> str:
                 emit(json.dumps({"text": event.text, "tokenIds": event.token_ids}))
 
         def cancelled() -> bool:
-            # one macrotask turn lets the worker take a cancel message between steps
+            flag = onnxpipe_js.cancelFlag()   # shared memory the page writes: no wait
+            if flag >= 0:
+                return flag == 1
+            # else one macrotask turn lets the worker take a cancel message between steps
             return bool(run_sync(onnxpipe_js.checkCancelled()))
 
         if request.get("messages"):

@@ -41,6 +41,8 @@ export class RuntimeClient {
   private readonly pending = new Map<number, Pending>();
   private generating: number | null = null;
   private loads = 0;
+  // where cross-origin isolated, cancel is also written here, so the worker sees it at once
+  private readonly cancelFlag = self.crossOriginIsolated ? new Int32Array(new SharedArrayBuffer(4)) : null;
 
   /** ``makeWorker`` starts a runtime worker (tests pass their own). */
   constructor(private readonly makeWorker: () => Worker = defaultWorker) {
@@ -109,6 +111,7 @@ export class RuntimeClient {
     }
     const request: Request = {
       type: 'load', id: this.nextId++, bundleUrl, ep: options.ep, variant: options.variant, threads: options.threads,
+      cancelBuffer: this.cancelFlag?.buffer as SharedArrayBuffer | undefined,
     };
     return this.send<LoadedInfo>(request, (event) => {
       if (event.type === 'progress') options.onProgress?.(event);
@@ -118,6 +121,7 @@ export class RuntimeClient {
   /** Generate; chat messages continue the worker's conversation state. */
   async generate(request: GenerateRequest): Promise<GenerationResult> {
     const id = this.nextId++;
+    if (this.cancelFlag) Atomics.store(this.cancelFlag, 0, 0);
     this.generating = id;
     const message: Request = {
       type: 'generate', id, messages: request.messages, prompt: request.prompt,
@@ -134,6 +138,7 @@ export class RuntimeClient {
 
   /** Stop the running generation within one step; its promise resolves with what was made. */
   cancel(): Promise<void> {
+    if (this.cancelFlag) Atomics.store(this.cancelFlag, 0, 1);
     return this.send<void>({ type: 'cancel', id: this.nextId++ });
   }
 

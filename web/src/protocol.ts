@@ -27,6 +27,7 @@ export type Request =
   | {
       type: 'load'; id: number; bundleUrl: string; ep?: ExecutionProvider; variant?: string;
       threads?: number; // WASM threads, fixed by the first load of a worker
+      cancelBuffer?: SharedArrayBuffer; // 4 bytes the page sets to 1 on cancel (isolated pages)
     }
   | {
       type: 'generate';

@@ -53,3 +53,6 @@ class Backend(Protocol):
     def shape(self, tensor: Tensor) -> tuple[int, ...]: ...
 
     def dispose(self, tensor: Tensor) -> None: ...
+
+    def dispose_many(self, tensors: list[Tensor]) -> None:
+        """Dispose several at once (one engine call where crossings are costly)."""

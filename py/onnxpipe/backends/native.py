@@ -131,6 +131,9 @@ class NativeBackend:
     def dispose(self, tensor) -> None:
         pass  # OrtValues are freed when the last reference goes
 
+    def dispose_many(self, tensors: list) -> None:
+        pass
+
     # ---- running -----------------------------------------------------------------------
 
     def run(self, session: NativeSession, feeds: dict, outputs: Sequence[str], bound: dict | None = None):

@@ -59,6 +59,7 @@ class WebBackend:
         self.bundle_dir = bundle_dir
         self.providers = tuple(providers)
         self._graphs: dict[tuple[str, str], WebSession] = {}
+        self._name_arrays: dict[tuple[str, ...], Any] = {}
 
     def _create(self, name: str, data, options: dict) -> Any:
         try:
@@ -116,11 +117,23 @@ class WebBackend:
         if tensor is not None:
             tensor.dispose()   # frees GPU buffers / wasm memory now; the proxy goes with Python's GC
 
+    def dispose_many(self, tensors: list) -> None:
+        onnxpipe_js.disposeAll(to_js([t for t in tensors if t is not None]))
+
     # ---- running -----------------------------------------------------------------------
 
     def run(self, session: WebSession, feeds: dict, outputs: Sequence[str], bound: dict | None = None):
+        names = self._names(tuple(feeds))
         try:
-            result = run_sync(session.js_session.run(_js(feeds), _js(list(outputs))))
+            values = run_sync(onnxpipe_js.run(session.js_session, names, to_js(list(feeds.values())),
+                                              self._names(tuple(outputs))))
         except JsException as exc:
             raise EngineError(f'session "{session.name}" failed to run: {exc}') from None
-        return {name: getattr(result, name) for name in outputs}
+        return dict(zip(outputs, values.to_py(depth=1)))
+
+    def _names(self, names: tuple[str, ...]):
+        """A JS array of ``names``, made once: the same feeds recur every step."""
+        cached = self._name_arrays.get(names)
+        if cached is None:
+            cached = self._name_arrays[names] = to_js(list(names))
+        return cached

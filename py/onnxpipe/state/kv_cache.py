@@ -143,10 +143,11 @@ class KVCache(StateComponent):
     def update(self, session, outputs, ctx: StepContext):
         if self.format == "shared_buffer":
             return
-        dispose = self.backend.dispose
+        old = []
         for slot in self.slots:
-            dispose(slot.value)
+            old.append(slot.value)
             slot.value = outputs[slot.present]
+        self.backend.dispose_many(old)
 
     def rewind(self, length: int) -> bool:
         if self.format == "shared_buffer":

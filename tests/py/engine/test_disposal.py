@@ -31,6 +31,10 @@ class CountingBackend(NativeBackend):
     def dispose(self, tensor):
         self.live.pop(id(tensor), None)
 
+    def dispose_many(self, tensors):
+        for tensor in tensors:
+            self.dispose(tensor)
+
 
 @pytest.mark.parametrize("name", ["genai_llama", "novel_two_stage", "novel_recurrent"])
 def test_outputs_are_disposed_across_generations(name):
