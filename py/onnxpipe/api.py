@@ -50,6 +50,22 @@ def _default_backend():
     return NativeBackend()
 
 
+@dataclass
+class RunResult:
+    """What a single-pass run made: engine tensors by pipeline output name."""
+
+    outputs: dict
+    compute_seconds: float
+    backend: object = field(repr=False, default=None)
+
+    def read(self, name: str = "output") -> tuple[list, tuple[int, ...]]:
+        """(flat values, shape) of one output, copied out of the engine."""
+        if name not in self.outputs:
+            raise InputError(f'no output "{name}"; this pipeline made {", ".join(self.outputs) or "none"}')
+        tensor = self.outputs[name]
+        return self.backend.to_list(tensor), self.backend.shape(tensor)
+
+
 def _native_text(bundle_dir, spec):
     from .text import load_text_processor
 
@@ -158,6 +174,7 @@ class Pipeline:
 
         ``inputs`` gives other pipeline inputs (e.g. pixel values): name -> (flat values, shape).
         """
+        self._require_autoregressive()
         ids = self._prompt_ids(prompt, input_ids)
         opts = self._options(search, max_new_tokens)
         self._check_length(len(ids), opts)
@@ -187,10 +204,12 @@ class Pipeline:
                              f'inputs={{"{missing[0]}": (values, shape)}}')
         return extra
 
-    def _stream(self, new_ids: list[int], opts, timing: Timing, extra=None) -> Iterator[StreamEvent]:
+    def _require_autoregressive(self) -> None:
         if self.spec.generation.loop != "autoregressive":
-            raise InputError(f'this bundle\'s loop is "{self.spec.generation.loop}"; generate() needs '
-                             f'"autoregressive"')
+            raise InputError(f'this bundle\'s loop is "{self.spec.generation.loop}": use run(inputs=...); '
+                             f'generate() and chat() need "autoregressive"')
+
+    def _stream(self, new_ids: list[int], opts, timing: Timing, extra=None) -> Iterator[StreamEvent]:
         info, provider = self._logits_info()
         sampler = Sampler(self.backend, provider, opts, info)
         steps = LOOPS["autoregressive"](self.executor, sampler, self.history, new_ids, opts,
@@ -226,6 +245,7 @@ class Pipeline:
         ``on_event`` sees every StreamEvent as it happens; ``cancel()`` returning True stops
         the generation before the next step (finish_reason "cancelled").
         """
+        self._require_autoregressive()
         ids = self._prompt_ids(prompt, input_ids)
         opts = self._options(search, max_new_tokens)
         self._check_length(len(ids), opts)
@@ -250,6 +270,18 @@ class Pipeline:
         return GenerationResult(tokens, "".join(parts), finish, prompt_len, prompt_len - len(new_ids),
                                 timing.prefill_ms, timing.decode_tokens_per_s, list(self.warnings))
 
+    # ---- single pass -------------------------------------------------------------------------
+
+    def run(self, inputs=None) -> RunResult:
+        """Run a ``single_pass`` pipeline once on ``inputs`` (name -> (flat values, shape) or an
+        array); the result holds every pipeline output as an engine tensor."""
+        if self.spec.generation.loop != "single_pass":
+            raise InputError(f'this bundle\'s loop is "{self.spec.generation.loop}": use generate() or chat()')
+        extra = self._extra_inputs(inputs)
+        self.reset()
+        outputs, seconds = LOOPS["single_pass"](self.executor, extra)
+        return RunResult(outputs, seconds, self.backend)
+
     # ---- chat --------------------------------------------------------------------------------
 
     def chat_prompt_ids(self, messages: list[dict]) -> list[int]:
@@ -264,6 +296,7 @@ class Pipeline:
 
     def chat_stream(self, messages: list[dict], max_new_tokens=None, **search) -> Iterator[StreamEvent]:
         """Continue the conversation: only tokens the state hasn't seen are run."""
+        self._require_autoregressive()
         ids = self.chat_prompt_ids(messages)
         opts = self._options(search, max_new_tokens)
         self._check_length(len(ids), opts)
@@ -273,6 +306,7 @@ class Pipeline:
     def chat(self, messages: list[dict], max_new_tokens=None, on_event=None, cancel=None,
              **search) -> GenerationResult:
         """Continue the conversation (see ``chat_stream``) and return the whole reply."""
+        self._require_autoregressive()
         ids = self.chat_prompt_ids(messages)
         opts = self._options(search, max_new_tokens)
         self._check_length(len(ids), opts)

@@ -1,0 +1,22 @@
+"""The single-pass loop: every phase once, no tokens; the result is the pipeline's outputs.
+
+For pipelines such as non-autoregressive TTS (text -> ids -> waveform) whose result is a
+tensor named by ``pipeline.output`` (or any ``outputs.X`` wire).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from ..config.schema import FLOW_PHASES
+
+
+def run_once(executor, inputs: dict[str, tuple[list, tuple[int, ...]]]) -> tuple[dict[str, Any], float]:
+    """(pipeline outputs, seconds it took) after running init, step and final once each."""
+    start = time.perf_counter()
+    outputs: dict[str, Any] = {}
+    for phase in FLOW_PHASES:
+        if executor.has_phase(phase):
+            outputs.update(executor.run_phase(phase, inputs))
+    return outputs, time.perf_counter() - start
