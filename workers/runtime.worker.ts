@@ -4,7 +4,7 @@
 
 import type * as Ort from 'onnxruntime-web';
 
-import type { ErrorKind, Event, Request } from '../web/src/protocol';
+import type { ErrorKind, Event, LoadedInfo, Request } from '../web/src/protocol';
 import { bridge, files, setCancel, useCancelBuffer, useOrt } from './bridge';
 import { LoadError, loadBundle } from './bundle-loader';
 
@@ -77,9 +77,9 @@ function fail(id: number, error: unknown): void {
 
 /** Python answers with {"error": {kind, message}} or the payload; turn it into an event. */
 function fromPython<T>(id: number, json: string, key: string): T | null {
-  const reply = JSON.parse(json) as Record<string, unknown> & { error?: { kind: Event extends never ? never : string; message: string } };
+  const reply = JSON.parse(json) as Record<string, unknown> & { error?: { kind: ErrorKind; message: string } };
   if (reply.error) {
-    post({ type: 'error', id, kind: reply.error.kind as never, message: reply.error.message });
+    post({ type: 'error', id, kind: reply.error.kind, message: reply.error.message });
     return null;
   }
   return (key ? reply[key] : reply) as T;
@@ -114,12 +114,10 @@ async function load(request: Extract<Request, { type: 'load' }>): Promise<void> 
   });
   for (const [path, data] of fetched) files.set(path, data);
   post({ type: 'progress', id, phase: 'session', file: name, loaded: 0, total: 0, percent: 100 });
-  const info = fromPython<Record<string, unknown>>(id, await entry.open_bundle.callPromising(dir, JSON.stringify(options)), '');
+  type FromPython = Omit<LoadedInfo, 'bundle' | 'bootMs'>;
+  const info = fromPython<FromPython>(id, await entry.open_bundle.callPromising(dir, JSON.stringify(options)), '');
   if (info) {
-    post({
-      type: 'loaded', id,
-      info: { ...(info as object), bundle: name, warnings: [...warnings, ...((info.warnings as string[]) ?? [])], bootMs } as never,
-    });
+    post({ type: 'loaded', id, info: { ...info, bundle: name, warnings: [...warnings, ...info.warnings], bootMs } });
   }
 }
 
