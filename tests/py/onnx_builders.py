@@ -94,6 +94,11 @@ def save(model: onnx.ModelProto, path: Path) -> Path:
     return path
 
 
+def save_graph(graph: onnx.GraphProto, path: Path) -> Path:
+    """A checked model (opset 17, IR 8) around ``graph``, saved to ``path``."""
+    return save(_finish(graph), path)
+
+
 def write_json(path: Path, data) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

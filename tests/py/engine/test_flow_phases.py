@@ -13,20 +13,17 @@ from __future__ import annotations
 import json
 
 import numpy as np
-import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+import onnx_builders as ob
 import onnxpipe
 
 V, D = 23, 8
 
 
 def _save(path, nodes, inputs, outputs, inits):
-    graph = helper.make_graph(nodes, path.stem, inputs, outputs, [numpy_helper.from_array(a, n) for n, a in inits])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    onnx.save(model, path)
+    inits = [numpy_helper.from_array(a, n) for n, a in inits]
+    ob.save_graph(helper.make_graph(nodes, path.stem, inputs, outputs, inits), path)
 
 
 def _vi(name, dtype, dims):

@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 
 import numpy as np
-import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+import onnx_builders as ob
 import onnxpipe
 from onnxpipe.errors import InputError
 
@@ -39,9 +39,7 @@ def build(tmp_path):
         [numpy_helper.from_array(a, n) for n, a in (("E", E), ("W", W), ("axes1", np.array([1], np.int64)),
                                                     ("axes0", np.array([0], np.int64)))])
     for name, graph in (("vision", vision), ("decoder", decoder)):
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-        model.ir_version = 8
-        onnx.save(model, tmp_path / f"{name}.onnx")
+        ob.save_graph(graph, tmp_path / f"{name}.onnx")
     (tmp_path / "pipeline.json").write_text(json.dumps({
         "version": 2,
         "pipeline": {

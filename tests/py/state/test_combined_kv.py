@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 
 import numpy as np
-import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+import onnx_builders as ob
 import onnxpipe
 
 V, D = 41, 6
@@ -49,11 +49,7 @@ def build(tmp_path):
     inits = [c("E", E), c("Wk", Wk), c("Wv", Wv), c("W", W), c("ax01", np.array([0, 1], np.int64)),
              c("ax1", np.array([1], np.int64)), c("one", np.array(1, np.int64)),
              c("zero", np.array(0, np.int64)), c("last", np.array(-1, np.int64))]
-    model = helper.make_model(helper.make_graph(nodes, "combined", inputs, outputs, inits),
-                              opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    onnx.save(model, tmp_path / "model.onnx")
+    ob.save_graph(helper.make_graph(nodes, "combined", inputs, outputs, inits), tmp_path / "model.onnx")
     (tmp_path / "pipeline.json").write_text(json.dumps({
         "version": 2, "pipeline": {"extends": "autoregressive-decoder", "sessions": {"decoder": {"file": "model.onnx"}}},
         "tokens": {"eos": []}, "generation": {"max_length": 128}}))
