@@ -4,7 +4,7 @@
 
 import type * as Ort from 'onnxruntime-web';
 
-import type { ErrorKind, Event, LoadedInfo, Request } from '../web/src/protocol';
+import type { ErrorKind, Event, LoadedInfo, Request, SentenceInfo, SpeechResult } from '../web/src/protocol';
 import { bridge, files, setCancel, useCancelBuffer, useOrt } from './bridge';
 import { LoadError, loadBundle } from './bundle-loader';
 
@@ -21,6 +21,7 @@ interface Pyodide {
 const post = (event: Event): void => self.postMessage(event);
 let runtime: Promise<{ py: Pyodide; entry: Record<string, PyFunction>; bootMs: number }> | null = null;
 let busy = false;
+let sampleRate = 0; // of the loaded speech bundle
 
 /** WASM threads, fixed at boot: 1 by default (the SmolLM2 WASM variant and tiny models
  * measured fastest on 1 thread on 2 cores; fp32 files gain from 2). */
@@ -117,6 +118,7 @@ async function load(request: Extract<Request, { type: 'load' }>): Promise<void> 
   type FromPython = Omit<LoadedInfo, 'bundle' | 'bootMs'>;
   const info = fromPython<FromPython>(id, await entry.open_bundle.callPromising(dir, JSON.stringify(options)), '');
   if (info) {
+    sampleRate = info.sampleRate ?? 0;
     post({ type: 'loaded', id, info: { ...info, bundle: name, warnings: [...warnings, ...info.warnings], bootMs } });
   }
 }
@@ -138,6 +140,32 @@ async function generate(request: Extract<Request, { type: 'generate' }>): Promis
   if (result) post({ type: 'done', id, result });
 }
 
+/** Text to speech: each sentence's samples go to the page as soon as Python has them. */
+async function speak(request: Extract<Request, { type: 'speak' }>): Promise<void> {
+  const { id } = request;
+  if (!runtime) {
+    post({ type: 'error', id, kind: 'input', message: 'no bundle is loaded: send a load request first' });
+    return;
+  }
+  const { entry } = await runtime;
+  let index = 0;
+  let wav: Uint8Array = new Uint8Array(0);
+  const emit = (kind: string, json: string, data: ArrayBufferView): void => {
+    if (kind === 'wav') {
+      wav = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+      return;
+    }
+    const samples = data instanceof Float32Array ? data
+      : new Float32Array(data.buffer.slice(data.byteOffset, data.byteOffset + data.byteLength));
+    const sentence = JSON.parse(json) as SentenceInfo;
+    self.postMessage({ type: 'audio', id, index: index++, samples, sampleRate, sentence } satisfies Event, [samples.buffer]);
+  };
+  setCancel(false);
+  const payload = JSON.stringify({ text: request.text, controls: request.controls });
+  const result = fromPython<SpeechResult>(id, await entry.speak.callPromising(payload, emit), 'result');
+  if (result) self.postMessage({ type: 'spoken', id, result, wav } satisfies Event, [wav.buffer as ArrayBuffer]);
+}
+
 async function handle(request: Request): Promise<void> {
   switch (request.type) {
     case 'cancel':
@@ -151,13 +179,16 @@ async function handle(request: Request): Promise<void> {
       return;
     case 'load':
     case 'generate':
+    case 'speak':
       if (busy) {
         post({ type: 'error', id: request.id, kind: 'input', message: `busy: finish or cancel the running request before "${request.type}"` });
         return;
       }
       busy = true;
       try {
-        await (request.type === 'load' ? load(request) : generate(request));
+        if (request.type === 'load') await load(request);
+        else if (request.type === 'speak') await speak(request);
+        else await generate(request);
       } finally {
         busy = false;
       }

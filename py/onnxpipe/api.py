@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from .config.load import load_config
+from .engine import controls as control_values
 from .engine.build import assemble, structure
 from .errors import InputError
 from .loops import LOOPS, Timing
@@ -17,6 +18,7 @@ from .search import options as search_options
 from .search.detokenize import IncrementalDetokenizer
 from .search.sampler import Sampler
 from .search.stopping import StopStrings, stop_ids
+from .speech import SpeechResult, synthesize
 
 
 @dataclass
@@ -72,6 +74,12 @@ def _native_text(bundle_dir, spec):
     return load_text_processor(bundle_dir, spec)
 
 
+def _native_phonemizer(bundle_dir, spec):
+    from .phonemes import load_phonemizer
+
+    return load_phonemizer(bundle_dir, spec)
+
+
 def load(path, providers=None, backend=None, text=True, text_loader=None, variant=None) -> "Pipeline":
     """Open a bundle; ``variant`` (an execution provider name) forces that provider's files."""
     config = load_config(path)
@@ -81,7 +89,8 @@ def load(path, providers=None, backend=None, text=True, text_loader=None, varian
 class Pipeline:
     """A loaded bundle: sessions open, state empty, ready to generate."""
 
-    def __init__(self, config, backend, providers=None, text=True, text_loader=None, variant=None):
+    def __init__(self, config, backend, providers=None, text=True, text_loader=None, variant=None,
+                 phonemizer_loader=None):
         self.config = config
         self.spec = config.spec
         self.backend = backend
@@ -93,6 +102,10 @@ class Pipeline:
         self.defaults = search_options.defaults_from(self.spec.generation)
         self.history: list[int] = []     # ids the state holds (a chat continues from here)
         self.text = self._load_text(text_loader or _native_text) if text else None
+        phonemes = self.spec.preprocessing.phonemes
+        self.phonemizer = ((phonemizer_loader or _native_phonemizer)(self.config.bundle_dir, phonemes)
+                           if phonemes is not None else None)
+        self.controls = control_values.controls(self.spec.pipeline.inputs)
 
     def _load_text(self, loader):
         spec = self.spec.preprocessing.text
@@ -181,8 +194,8 @@ class Pipeline:
         self.reset()
         return self._stream(ids, opts, Timing(), self._extra_inputs(inputs))
 
-    def _extra_inputs(self, inputs) -> dict:
-        extra = {}
+    def _extra_inputs(self, inputs, controls=None, provided=()) -> dict:
+        extra = control_values.resolve(self.spec.pipeline.inputs, controls or {})
         for name, value in (inputs or {}).items():
             if hasattr(value, "shape") and hasattr(value, "tolist"):   # an array
                 value = (value.reshape(-1).tolist(), tuple(value.shape))
@@ -198,7 +211,7 @@ class Pipeline:
                 raise InputError(f'inputs["{name}"]: not a pipeline input of this bundle; it takes '
                                  f"{', '.join(sorted(self.executor.plan.pipeline_inputs))}")
             extra[name] = (list(values), tuple(shape))
-        missing = sorted(self.executor.plan.caller_inputs - set(extra))
+        missing = sorted(self.executor.plan.caller_inputs - set(extra) - set(provided))
         if missing:
             raise InputError(f"this pipeline needs input(s) {', '.join(missing)}: pass "
                              f'inputs={{"{missing[0]}": (values, shape)}}')
@@ -272,15 +285,38 @@ class Pipeline:
 
     # ---- single pass -------------------------------------------------------------------------
 
-    def run(self, inputs=None) -> RunResult:
+    def run(self, inputs=None, **controls) -> RunResult:
         """Run a ``single_pass`` pipeline once on ``inputs`` (name -> (flat values, shape) or an
-        array); the result holds every pipeline output as an engine tensor."""
+        array) and ``controls`` (pipeline.inputs by name); the result holds every pipeline
+        output as an engine tensor."""
         if self.spec.generation.loop != "single_pass":
             raise InputError(f'this bundle\'s loop is "{self.spec.generation.loop}": use generate() or chat()')
-        extra = self._extra_inputs(inputs)
+        extra = self._extra_inputs(inputs, controls)
         self.reset()
         outputs, seconds = LOOPS["single_pass"](self.executor, extra)
         return RunResult(outputs, seconds, self.backend)
+
+    # ---- speech ------------------------------------------------------------------------------
+
+    @property
+    def kind(self) -> str:
+        """"speech" when pipeline.output is a waveform (use speak), else "text"."""
+        out = self.spec.pipeline.output
+        return "speech" if out is not None and out.audio is not None else "text"
+
+    def speak(self, text: str, inputs=None, on_audio=None, cancel=None, **controls) -> SpeechResult:
+        """Text to a waveform, sentence by sentence.
+
+        ``controls`` set pipeline.inputs by name (e.g. ``noise_scale=0``); ``inputs`` gives
+        other pipeline inputs as (flat values, shape); ``on_audio(samples, sentence)`` sees
+        each sentence as it is made; ``cancel()`` returning True stops before the next one.
+        """
+        if self.kind != "speech":
+            raise InputError('this bundle makes no audio: pipeline.output has no "audio" section '
+                             f"({self.config.file}); use generate() or run()")
+        loop_inputs = {"phoneme_ids", "phoneme_lengths", "input_ids"}
+        extra = self._extra_inputs(inputs, controls, provided=loop_inputs)
+        return synthesize.speak(self, text, extra, on_audio, cancel)
 
     # ---- chat --------------------------------------------------------------------------------
 

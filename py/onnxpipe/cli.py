@@ -1,4 +1,4 @@
-"""``onnxpipe run | chat | validate | inspect`` (also ``python -m onnxpipe``)."""
+"""``onnxpipe run | chat | tts | validate | inspect`` (also ``python -m onnxpipe``)."""
 
 from __future__ import annotations
 
@@ -123,6 +123,37 @@ def cmd_chat(a) -> int:
     return 0
 
 
+def _control(text: str) -> tuple[str, float]:
+    name, eq, value = text.partition("=")
+    try:
+        if not eq or not name:
+            raise ValueError
+        return name.strip(), float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--set: expected NAME=NUMBER (e.g. noise_scale=0), found {text!r}")
+
+
+def cmd_tts(a) -> int:
+    from .api import load
+
+    if a.text is None:
+        raise SystemExit("onnxpipe tts: give --text TEXT (or --text - to read it from stdin)")
+    text = sys.stdin.read() if a.text == "-" else a.text
+    pipe = load(a.bundle, providers=a.provider, variant=a.variant)
+    for warning in pipe.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    result = pipe.speak(text, **dict(a.set or []))
+    with open(a.out, "wb") as f:
+        f.write(result.wav())
+    if a.json:
+        print(json.dumps(dict(result.to_dict(), out=a.out), ensure_ascii=False))
+    else:
+        print(f"{a.out}: {result.audio_seconds:.2f} s of audio at {result.sample_rate} Hz in "
+              f"{result.compute_seconds:.2f} s ({result.real_time_factor:.1f}x real time, "
+              f"{len(result.sentences)} sentence(s))", file=sys.stderr)
+    return 0
+
+
 def cmd_validate(a) -> int:
     from .api import load
 
@@ -158,6 +189,16 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("--system", help="system prompt")
     _search_args(chat)
     chat.set_defaults(func=cmd_chat)
+    tts = sub.add_parser("tts", help="text to speech: write a WAV file")
+    tts.add_argument("bundle")
+    tts.add_argument("--text", help="what to say (- reads stdin)")
+    tts.add_argument("--out", required=True, help="WAV file to write")
+    tts.add_argument("--set", action="append", type=_control, metavar="NAME=VALUE",
+                     help="a voice control from pipeline.inputs, e.g. noise_scale=0 (repeatable)")
+    tts.add_argument("--json", action="store_true", help="print one JSON object")
+    tts.add_argument("--provider", action="append", default=None, help="execution provider (repeatable)")
+    tts.add_argument("--variant", help="open the files the bundle made for this provider")
+    tts.set_defaults(func=cmd_tts)
     val = sub.add_parser("validate", help="load and check a bundle")
     val.add_argument("bundle")
     val.set_defaults(func=cmd_validate)

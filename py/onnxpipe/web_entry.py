@@ -11,7 +11,7 @@ import os
 import time
 
 import onnxpipe_js  # type: ignore[import-not-found]  (workers/bridge.ts)
-from pyodide.ffi import run_sync  # type: ignore[import-not-found]
+from pyodide.ffi import run_sync, to_js  # type: ignore[import-not-found]
 
 from .api import Pipeline
 from .backends.web import WebBackend
@@ -57,15 +57,58 @@ def open_bundle(fs_dir: str, options_json: str) -> str:
         providers = [options["ep"]] if options.get("ep") else None
         variant = options.get("variant")
         _pipeline = Pipeline(load_config(fs_dir), backend, providers, text_loader=load_web_text_processor,
-                             variant=variant)
+                             variant=variant, phonemizer_loader=_web_phonemizer)
         sessions = {name: {"provider": s.provider,
                            "file": _pipeline.spec.pipeline.sessions[name].file_for(variant or s.provider)}
                     for name, s in _pipeline.sessions.items()}
         return json.dumps({"sessions": sessions, "warnings": _pipeline.warnings,
                            "structure": _pipeline.structure,
                            "hasChatTemplate": bool(_pipeline.text and _pipeline.text.has_chat_template),
+                           "kind": _pipeline.kind, "sampleRate": _sample_rate(_pipeline),
+                           "controls": [c.to_dict() for c in _pipeline.controls],
                            "loadMs": (time.perf_counter() - start) * 1000.0})
     except Exception as exc:  # every failure reaches the page as a typed error
+        return error_json(exc)
+
+
+def _web_phonemizer(bundle_dir, spec):
+    from .phonemes import load_phonemizer
+    from .phonemes.web import WebEspeak
+
+    return load_phonemizer(bundle_dir, spec, engine=WebEspeak())
+
+
+def _sample_rate(pipeline: Pipeline):
+    out = pipeline.spec.pipeline.output
+    return out.audio.sample_rate if out is not None and out.audio is not None else None
+
+
+def _cancelled() -> bool:
+    flag = onnxpipe_js.cancelFlag()   # shared memory the page writes: no wait
+    if flag >= 0:
+        return flag == 1
+    # else one macrotask turn lets the worker take a cancel message between steps
+    return bool(run_sync(onnxpipe_js.checkCancelled()))
+
+
+def speak(request_json: str, emit) -> str:
+    """Text to speech; ``emit("audio", json, Float32Array)`` per sentence, then
+    ``emit("wav", "", Uint8Array)`` with the whole WAV. Returns the result JSON."""
+    try:
+        if _pipeline is None:
+            raise InputError("no bundle is loaded: send a load request first")
+        request = json.loads(request_json)
+        controls = request.get("controls") or {}
+        if not isinstance(controls, dict):
+            raise InputError(f"controls: expected an object of numbers, found {type(controls).__name__}")
+
+        def on_audio(samples, sentence) -> None:
+            emit("audio", json.dumps(sentence.to_dict()), to_js(samples))
+
+        result = _pipeline.speak(request.get("text"), on_audio=on_audio, cancel=_cancelled, **controls)
+        emit("wav", "", to_js(result.wav()))
+        return json.dumps({"result": result.to_dict()})
+    except Exception as exc:
         return error_json(exc)
 
 
@@ -81,18 +124,11 @@ def generate(request_json: str, emit) -> str:
             if event.text or event.token_ids:
                 emit(json.dumps({"text": event.text, "tokenIds": event.token_ids}))
 
-        def cancelled() -> bool:
-            flag = onnxpipe_js.cancelFlag()   # shared memory the page writes: no wait
-            if flag >= 0:
-                return flag == 1
-            # else one macrotask turn lets the worker take a cancel message between steps
-            return bool(run_sync(onnxpipe_js.checkCancelled()))
-
         if request.get("messages"):
-            result = _pipeline.chat(request["messages"], on_event=on_event, cancel=cancelled, **options)
+            result = _pipeline.chat(request["messages"], on_event=on_event, cancel=_cancelled, **options)
         else:
             result = _pipeline.generate(prompt=request.get("prompt"), input_ids=request.get("inputIds"),
-                                        on_event=on_event, cancel=cancelled, **options)
+                                        on_event=on_event, cancel=_cancelled, **options)
         return json.dumps({"result": result.to_dict()})
     except Exception as exc:
         return error_json(exc)

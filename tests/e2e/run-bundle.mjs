@@ -4,7 +4,9 @@
 //
 //   node tests/e2e/run-bundle.mjs BUNDLE_DIR (--input-ids 1,2,3 | --prompt TEXT | --chat TEXT)
 //        [--max-new-tokens N] [--greedy] [--ignore-eos] [--json] [--ep wasm|webgpu]
-//        [--variant EP] [--repeat K]
+//        [--variant EP] [--repeat K] [--threads N]
+//   node tests/e2e/run-bundle.mjs BUNDLE_DIR --text TEXT --out x.wav [--set NAME=VALUE]... [--json]
+//        (speech bundles: like `python -m onnxpipe tts`; the WAV is the one the worker encoded)
 //
 // BUNDLE_DIR is any folder on disk: it is served in place at /models/<folder name>/ by
 // tools/serve.py (its manifest.json is written first when missing or stale; nothing else in
@@ -15,13 +17,14 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { launchBrowser, startServer } from './lib/browser.mjs';
-import { ensureManifest, ensureSite, generate, loadBundle, openRuntimePage } from './lib/runtime.mjs';
+import { ensureManifest, ensureSite, generate, loadBundle, openRuntimePage, speak } from './lib/runtime.mjs';
 
-const USAGE = 'usage: node tests/e2e/run-bundle.mjs BUNDLE_DIR (--input-ids 1,2,3 | --prompt TEXT | --chat TEXT) ' +
-  '[--max-new-tokens N] [--greedy] [--ignore-eos] [--json] [--ep wasm|webgpu] [--variant EP] [--repeat K]';
+const USAGE = 'usage: node tests/e2e/run-bundle.mjs BUNDLE_DIR (--input-ids 1,2,3 | --prompt TEXT | --chat TEXT | ' +
+  '--text TEXT --out x.wav [--set NAME=VALUE]...) [--max-new-tokens N] [--greedy] [--ignore-eos] [--json] ' +
+  '[--ep wasm|webgpu] [--variant EP] [--repeat K] [--threads N]';
 
 export function parseArgs(argv) {
-  const a = { ep: undefined, variant: undefined, json: false, greedy: false, ignoreEos: false, repeat: 1 };
+  const a = { ep: undefined, variant: undefined, json: false, greedy: false, ignoreEos: false, repeat: 1, controls: {} };
   const pos = [];
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
@@ -37,6 +40,18 @@ export function parseArgs(argv) {
       }); break;
       case '--prompt': a.prompt = value(); break;
       case '--chat': a.chat = value(); break;
+      case '--text': a.text = value(); break;
+      case '--out': a.out = value(); break;
+      case '--threads': a.threads = Number(value()); break;
+      case '--set': {
+        const [name, raw] = value().split('=');
+        const number = Number(raw);
+        if (!name || raw === undefined || raw.trim() === '' || !Number.isFinite(number)) {
+          throw new Error('--set: expected NAME=NUMBER (e.g. noise_scale=0)');
+        }
+        a.controls[name] = number;
+        break;
+      }
       case '--max-new-tokens': a.maxNewTokens = Number(value()); break;
       case '--ep': a.ep = value(); break;
       case '--variant': a.variant = value(); break;
@@ -53,8 +68,10 @@ export function parseArgs(argv) {
   if (pos.length !== 1) throw new Error(USAGE);
   a.bundle = path.resolve(pos[0]);
   if (!fs.existsSync(a.bundle) || !fs.statSync(a.bundle).isDirectory()) throw new Error(`${pos[0]}: not a folder`);
-  const inputs = [a.inputIds, a.prompt, a.chat].filter((x) => x !== undefined);
-  if (inputs.length !== 1) throw new Error('give exactly one of --input-ids, --prompt or --chat');
+  const inputs = [a.inputIds, a.prompt, a.chat, a.text].filter((x) => x !== undefined);
+  if (inputs.length !== 1) throw new Error('give exactly one of --input-ids, --prompt, --chat or --text');
+  if ((a.text === undefined) !== (a.out === undefined)) throw new Error('--text and --out go together');
+  if (a.threads !== undefined && !(Number.isInteger(a.threads) && a.threads > 0)) throw new Error('--threads wants a positive integer');
   if (a.ep && !['wasm', 'webgpu'].includes(a.ep)) throw new Error(`--ep: wasm or webgpu, not "${a.ep}"`);
   if (a.maxNewTokens !== undefined && !(Number.isInteger(a.maxNewTokens) && a.maxNewTokens > 0)) {
     throw new Error('--max-new-tokens wants a positive integer');
@@ -82,7 +99,8 @@ export async function runBundle(a) {
   const { browser, context, offsite, logs } = await launchBrowser({ args: a.ep === 'webgpu' ? ['--enable-unsafe-webgpu'] : [] });
   try {
     const page = await openRuntimePage(context, server.url);
-    const loaded = await loadBundle(page, `${server.url}models/${name}/`, { ep: a.ep, variant: a.variant });
+    const loaded = await loadBundle(page, `${server.url}models/${name}/`, { ep: a.ep, variant: a.variant, threads: a.threads });
+    if (a.text !== undefined) return await speakBundle(a, page, loaded, browser, offsite);
     let run;
     for (let i = 0; i < a.repeat; i++) {
       // a fresh conversation each time: inputIds/prompt never reuse the cache across calls
@@ -110,6 +128,25 @@ export async function runBundle(a) {
   }
 }
 
+/** --text: speak through the worker, write the worker's WAV to a.out. */
+async function speakBundle(a, page, loaded, browser, offsite) {
+  let run;
+  for (let i = 0; i < a.repeat; i++) run = await speak(page, { text: a.text, controls: a.controls });
+  if (offsite.length) throw new Error(`requests left 127.0.0.1: ${offsite.join(', ')}`);
+  fs.writeFileSync(a.out, Buffer.from(run.wav));
+  return {
+    ...run.result,
+    out: a.out,
+    sessions: loaded.info.sessions,
+    warnings: loaded.info.warnings,
+    ep: a.ep ?? null,
+    threads: a.threads ?? null,
+    browser: { version: browser.version(), boot_ms: loaded.info.bootMs, load_ms: loaded.info.loadMs, load_wall_ms: loaded.wallMs },
+    speak_wall_ms: run.wallMs,
+    first_audio_ms: run.sentences[0]?.ms ?? null,
+  };
+}
+
 async function main() {
   let a;
   try {
@@ -121,7 +158,10 @@ async function main() {
   try {
     const out = await runBundle(a);
     if (a.json) console.log(JSON.stringify(out));
-    else {
+    else if (a.text !== undefined) {
+      process.stderr.write(`${out.out}: ${out.audio_seconds.toFixed(2)} s of audio at ${out.sample_rate} Hz in ` +
+        `${out.compute_seconds.toFixed(2)} s (${out.real_time_factor.toFixed(1)}x real time, ${out.sentences.length} sentence(s))\n`);
+    } else {
       console.log(out.text);
       process.stderr.write(`[${out.tokens.length} tokens, ${out.finish_reason}; prefill ${out.prefill_ms.toFixed(1)} ms, ` +
         `decode ${out.decode_tokens_per_s.toFixed(1)} tokens/s; ${Object.entries(out.sessions).map(([n, s]) => `${n}: ${s.provider} ${s.file}`).join(', ')}]\n`);

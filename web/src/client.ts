@@ -1,7 +1,8 @@
 // The page's only way to talk to the runtime worker: typed requests in, typed events out.
 
 import type {
-  ChatMessage, Event, ExecutionProvider, GenerationResult, LoadedInfo, Request, SearchOptions,
+  ChatMessage, Event, ExecutionProvider, GenerationResult, LoadedInfo, Request, SearchOptions, SentenceInfo,
+  SpeechResult,
 } from './protocol';
 
 export class RuntimeError extends Error {
@@ -24,6 +25,18 @@ export interface GenerateRequest {
   inputIds?: number[];
   options?: SearchOptions;
   onToken?: (text: string, tokenIds: number[]) => void;
+}
+
+export interface SpeakRequest {
+  text: string;
+  controls?: Record<string, number>;
+  /** each sentence's samples as soon as it is made (play them while the next is computed) */
+  onAudio?: (samples: Float32Array, sampleRate: number, sentence: SentenceInfo, index: number) => void;
+}
+
+export interface Speech {
+  result: SpeechResult;
+  wav: Uint8Array; // 16-bit PCM WAV of the whole text (encoded by onnxpipe's Python in the worker)
 }
 
 type Pending = {
@@ -69,6 +82,7 @@ export class RuntimeClient {
     switch (event.type) {
       case 'progress':
       case 'token':
+      case 'audio':
         pending.onEvent?.(event);
         return;
       case 'error':
@@ -82,6 +96,10 @@ export class RuntimeClient {
       case 'done':
         this.pending.delete(event.id);
         pending.resolve(event.result);
+        return;
+      case 'spoken':
+        this.pending.delete(event.id);
+        pending.resolve({ result: event.result, wav: event.wav });
         return;
       case 'cancelled':
       case 'disposed':
@@ -130,6 +148,21 @@ export class RuntimeClient {
     try {
       return await this.send<GenerationResult>(message, (event) => {
         if (event.type === 'token') request.onToken?.(event.text, event.tokenIds);
+      });
+    } finally {
+      if (this.generating === id) this.generating = null;
+    }
+  }
+
+  /** Text to speech: audio arrives sentence by sentence through ``onAudio``; resolves with
+   * the timings and the WAV of everything (also after a cancel, with what was made). */
+  async speak(request: SpeakRequest): Promise<Speech> {
+    const id = this.nextId++;
+    if (this.cancelFlag) Atomics.store(this.cancelFlag, 0, 0);
+    this.generating = id;
+    try {
+      return await this.send<Speech>({ type: 'speak', id, text: request.text, controls: request.controls }, (event) => {
+        if (event.type === 'audio') request.onAudio?.(event.samples, event.sampleRate, event.sentence, event.index);
       });
     } finally {
       if (this.generating === id) this.generating = null;

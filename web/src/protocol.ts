@@ -37,6 +37,13 @@ export type Request =
       inputIds?: number[];
       options?: SearchOptions;
     }
+  | {
+      // text -> audio, sentence by sentence (bundles whose pipeline.output has "audio")
+      type: 'speak';
+      id: number;
+      text: string;
+      controls?: Record<string, number>; // pipeline.inputs by name (e.g. noise_scale, length_scale)
+    }
   | { type: 'cancel'; id: number }
   | { type: 'dispose'; id: number };
 
@@ -48,8 +55,20 @@ export interface SessionInfo {
   file: string;
 }
 
+/** A caller control declared in pipeline.json's pipeline.inputs (a number with a range). */
+export interface ControlInfo {
+  name: string;
+  default: number;
+  min: number | null;
+  max: number | null;
+  doc: string;
+}
+
 export interface LoadedInfo {
   bundle: string;
+  kind: 'text' | 'speech'; // speech: use 'speak'; text: use 'generate'
+  sampleRate: number | null; // speech bundles only
+  controls: ControlInfo[];
   sessions: Record<string, SessionInfo>;
   warnings: string[];
   structure: string;
@@ -68,6 +87,23 @@ export interface GenerationResult {
   decode_tokens_per_s: number;
 }
 
+export interface SentenceInfo {
+  text: string;
+  samples: number;
+  audio_seconds: number;
+  compute_seconds: number;
+  ids: number[]; // the ids the voice was fed (phoneme ids or text token ids)
+}
+
+export interface SpeechResult {
+  audio_seconds: number;
+  compute_seconds: number;
+  sample_rate: number;
+  real_time_factor: number; // audio seconds per compute second
+  finish_reason: 'done' | 'cancelled';
+  sentences: SentenceInfo[];
+}
+
 export type Event =
   | {
       type: 'progress';
@@ -81,6 +117,16 @@ export type Event =
   | { type: 'loaded'; id: number; info: LoadedInfo }
   | { type: 'token'; id: number; text: string; tokenIds: number[] }
   | { type: 'done'; id: number; result: GenerationResult }
+  | {
+      // one sentence of audio, in order; silence between sentences is included at the end
+      type: 'audio';
+      id: number;
+      index: number;
+      samples: Float32Array;
+      sampleRate: number;
+      sentence: SentenceInfo;
+    }
+  | { type: 'spoken'; id: number; result: SpeechResult; wav: Uint8Array } // 16-bit PCM WAV of all of it
   | { type: 'cancelled'; id: number }
   | { type: 'disposed'; id: number }
   | { type: 'error'; id: number; kind: ErrorKind; message: string };

@@ -150,9 +150,28 @@ class StateSpec:
 
 
 @dataclass(frozen=True)
+class AudioOutput:
+    sample_rate: int = spec(None, "samples per second of the waveform", required=True)
+    sentence_silence: float = spec(0.2, "seconds of silence put between sentences")
+    peak_normalize: bool = spec(False, "scale each sentence so its peak is 1.0")
+
+
+@dataclass(frozen=True)
 class OutputRef:
     session: str = spec(None, "session producing the result", required=True)
     name: str = spec(None, "its output name", required=True)
+    audio: AudioOutput | None = spec(None, "the output is a waveform: how to make audio of it")
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    dtype: str = spec("float32", "element type", choices=DTYPES)
+    shape: tuple[int, ...] = spec((), "tensor shape ([] for a scalar)")
+    default: Any = spec(None, "value used when the caller gives none (a number or a flat list)")
+    min: float | None = spec(None, "smallest value a caller may give")
+    max: float | None = spec(None, "largest value a caller may give")
+    doc: str = spec("", "what it controls (shown in the UI)")
+    pack: tuple[str, ...] = spec((), "a 1-D tensor made of these other inputs' values, in order")
 
 
 @dataclass(frozen=True)
@@ -168,7 +187,8 @@ class Pipeline:
     flow: tuple[FlowStep, ...] = spec((), "ordered steps")
     dataflow: tuple[Wire, ...] = spec((), "explicit wires; the rest match by name")
     state: StateSpec = spec(doc="state carried between steps", factory=StateSpec)
-    output: OutputRef | None = spec(None, "single-pass result")
+    inputs: dict[str, InputSpec] = spec(doc="caller controls with defaults and ranges", factory=dict)
+    output: OutputRef | None = spec(None, "the pipeline's result (a tensor or a waveform)")
     plugin: PluginSpec | None = spec(None, "escape hatch for orchestration")
 
 
@@ -222,12 +242,35 @@ class TextPreprocessing:
     chat_template: str | None = spec(None, "chat template file")
 
 
+PHONEMIZERS = ("espeak-ng",)
+UNICODE_FORMS = ("NFD", "NFC", "none")
+
+
+@dataclass(frozen=True)
+class PhonemesPreprocessing:
+    """Text -> phoneme ids, fed as the pipeline inputs ``phoneme_ids`` [1, n] and
+    ``phoneme_lengths`` [1]. Defaults follow Piper's rules."""
+
+    engine: str = spec("espeak-ng", "phonemizer", choices=PHONEMIZERS)
+    voice: str = spec(None, "phonemizer voice / language, e.g. en-us", required=True)
+    id_map: str = spec(None, "JSON file (with #key for a member) mapping phonemes to id lists",
+                       required=True)
+    data: str | None = spec(None, "phonemizer data folder in the bundle (native runs)")
+    bos: str | None = spec("^", "symbol put first")
+    eos: str | None = spec("$", "symbol put last")
+    pad: str | None = spec("_", "symbol put after every phoneme")
+    clause_punctuation: str = spec(",;:", "kept, followed by a space")
+    sentence_punctuation: str = spec(".!?", "kept; ends a sentence")
+    normalize: str = spec("NFD", "Unicode normalization of the phonemes", choices=UNICODE_FORMS)
+    unknown: str = spec("drop", "phonemes missing from the map", choices=("drop", "error"))
+
+
 @dataclass(frozen=True)
 class Preprocessing:
     text: TextPreprocessing | None = spec(None, "tokenizer and chat template")
     image: dict[str, Any] | None = spec(None, "image processor config")
     audio: dict[str, Any] | None = spec(None, "audio processor config")
-    phonemes: dict[str, Any] | None = spec(None, "phonemizer settings")
+    phonemes: PhonemesPreprocessing | None = spec(None, "text -> phoneme ids")
 
 
 @dataclass(frozen=True)

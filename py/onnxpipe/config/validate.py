@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 
+from ..engine.controls import check_declarations
 from ..errors import ConfigError, choices_text, nearest
 from .schema import FLOW_PHASES, PipelineSpec
 
@@ -54,6 +55,7 @@ def validate_spec(spec: PipelineSpec, file: str, bundle_dir: str | None = None) 
                               file=file, path=f"$.pipeline.flow[{i}].loop_over")
     _check_wires(spec, file, sessions)
     _check_output(spec, file, sessions)
+    check_declarations(pipe.inputs, file)
     if bundle_dir is not None:
         _check_files(spec, file, bundle_dir)
 

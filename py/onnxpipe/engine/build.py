@@ -16,6 +16,7 @@ from ..state.kv_cache import KVCache, discover
 from ..state.positions import AttentionMask, PositionIds
 from ..state.recurrent import Recurrent
 from .executor import Executor
+from .plugin import load_plugin
 from .wiring import plan_flow
 
 # what each loop strategy supplies and reads (loops/ registers itself by these names)
@@ -137,4 +138,20 @@ def assemble(config: LoadedConfig, backend, providers=None, variant=None) -> Ass
                     p.keep.append(spec.pipeline.output.name)
                     if spec.pipeline.output.name not in p.outputs:
                         p.outputs.append(spec.pipeline.output.name)
-    return Assembly(sessions, components, Executor(backend, plan, components), warnings)
+    executor = Executor(backend, plan, components)
+    executor.plugin = load_plugin(config, backend, sessions, executor.values)
+    _keep_plugin_reads(plan, getattr(executor.plugin, "reads", ()) or ())
+    return Assembly(sessions, components, executor, warnings)
+
+
+def _keep_plugin_reads(plan, reads) -> None:
+    """Fetch and keep the session outputs a plugin reads, as if a wire read them."""
+    for ref in reads:
+        session, _, name = str(ref).partition(".")
+        for plans in plan.phases.values():
+            for p in plans:
+                if p.step.run == session:
+                    if name not in p.outputs:
+                        p.outputs.append(name)
+                    if name not in p.keep:
+                        p.keep.append(name)

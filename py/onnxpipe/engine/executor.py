@@ -10,6 +10,7 @@ from typing import Any
 from ..errors import InputError
 from ..ops import tensor as tensor_ops
 from ..state.base import StepContext
+from .plugin import PluginCall
 from .wiring import Plan, StepPlan
 
 
@@ -21,6 +22,7 @@ class Executor:
         self.values: dict[tuple[str, str], Any] = {}   # latest wired session outputs
         self.length = 0                                # positions held by the state
         self.final_outputs: dict[str, Any] = {}        # what the final phase produced last
+        self.plugin = None                             # engine/plugin.py hooks, if the bundle has one
 
     def has_phase(self, phase: str) -> bool:
         return bool(self.plan.phases[phase])
@@ -36,12 +38,12 @@ class Executor:
         made: dict[tuple[str, str], Any] = {}
         for plan in self.plan.phases[phase]:
             for index in range(plan.step.repeat):
-                self._run_step(plan, index, inputs, made, ctx)
-        self.length += new_length
+                self._run_step(plan, index, inputs, made, ctx, phase)
+        self.length += ctx.new_length   # a plugin may have lengthened the sequence
         return {name: self.values[src] for name, src in self.plan.pipeline_outputs.items()
                 if src in self.values and src[0] in {p.step.run for p in self.plan.phases[phase]}}
 
-    def _run_step(self, plan: StepPlan, index: int, inputs, made, ctx: StepContext) -> None:
+    def _run_step(self, plan: StepPlan, index: int, inputs, made, ctx: StepContext, phase: str) -> None:
         backend = self.backend
         feeds: dict[str, Any] = {}
         bound: dict[str, Any] = {}
@@ -62,12 +64,20 @@ class Executor:
         if plan.counter_dtype is not None:
             shape = (1,) if len(infos[plan.step.counter].shape) == 1 else ()
             feeds[plan.step.counter] = backend.tensor([index], plan.counter_dtype, shape)
+        hook = getattr(self.plugin, "before_run", None)
+        plugin_made = []
+        if hook is not None:
+            gathered = dict(feeds)
+            hook(PluginCall(plan.step.run, phase, feeds, inputs, ctx))
+            plugin_made = [t for n, t in feeds.items() if gathered.get(n) is not t]
         for comp in plan.state:
             comp.bind(plan.step.run, feeds, bound, ctx)
         if plan.step.loop == "per_image":
             outputs = self._run_per_item(plan, feeds, inputs)
         else:
             outputs = backend.run(plan.session, feeds, plan.outputs, bound)
+        if plugin_made:   # tensors the plugin made for this run are ours to free
+            backend.dispose_many(plugin_made)
         for comp in plan.state:
             comp.update(plan.step.run, outputs, ctx)
         run = plan.step.run

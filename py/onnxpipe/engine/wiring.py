@@ -52,10 +52,12 @@ def plan_flow(spec: PipelineSpec, sessions: dict, components: list, file: str,
     wires_to: dict[tuple[str, str], tuple[str, str, int]] = {}
     self_wires: dict[tuple[str, str], str] = {}
     pipeline_outputs: dict[str, tuple[str, str]] = {}
-    declared_inputs = set(loop_inputs)
+    declared_inputs = set(loop_inputs) | set(spec.pipeline.inputs)
     for i, wire in enumerate(spec.pipeline.dataflow):
         src, dst = split_endpoint(wire.from_), split_endpoint(wire.to)
         path = f"$.pipeline.dataflow[{i}]"
+        if src[0] not in sessions and src[0] in spec.pipeline.sessions:
+            src = ("inputs", src[1])   # a missing optional session: the caller gives its output
         if src[0] != "inputs":
             _check_tensor(sessions, src, "outputs", file, path + ".from")
         if dst[0] != "outputs":

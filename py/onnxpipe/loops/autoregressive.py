@@ -45,6 +45,7 @@ def token_steps(executor, sampler, history: list[int], new_ids: list[int], optio
     produced = 0
     start = time.perf_counter()
     extra = extra or {}
+    penalty_ids = getattr(executor.plugin, "penalty_ids", None)
     if executor.has_phase("init"):
         executor.run_phase("init", {**extra, "input_ids": (new_ids, (1, len(new_ids)))})
     feed = new_ids
@@ -52,7 +53,7 @@ def token_steps(executor, sampler, history: list[int], new_ids: list[int], optio
         outs = executor.run_phase("step", {**extra, "input_ids": (feed, (1, len(feed)))},
                                   new_length=len(feed))
         history.extend(feed)
-        token = sampler(outs["logits"], history)
+        token = sampler(outs["logits"], penalty_ids(history, generated) if penalty_ids else history)
         produced += 1
         now = time.perf_counter()
         if produced == 1:

@@ -28,10 +28,16 @@ def slice_graph(dtype: str, rank: int) -> bytes:
 
 
 @lru_cache(maxsize=None)
-def concat_graph(dtype: str, rank: int, count: int) -> bytes:
-    """``y = concat(x0 .. x{count-1}, axis=0)``."""
+def concat_graph(dtype: str, rank: int, count: int, axis: int = 0) -> bytes:
+    """``y = concat(x0 .. x{count-1}, axis)``."""
     g = Graph("concat")
-    names = [g.input(f"x{i}", dtype, [f"n{i}"] + _dims("d", rank)[1:]) for i in range(count)]
-    g.node("Concat", names, "y", axis=0)
-    g.output("y", dtype, ["n"] + _dims("d", rank)[1:])
+
+    def dims(i: str) -> list[str]:
+        out = _dims("d", rank)
+        out[axis] = f"n{i}"
+        return out
+
+    names = [g.input(f"x{i}", dtype, dims(str(i))) for i in range(count)]
+    g.node("Concat", names, "y", axis=axis)
+    g.output("y", dtype, dims(""))
     return g.to_bytes()

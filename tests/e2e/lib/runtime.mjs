@@ -90,6 +90,41 @@ export async function generate(page, request, { cancelAfter = 0, timeout = TIMEO
   return reply;
 }
 
+/**
+ * client.speak({text, controls}) in the page. cancelAfter: cancel once that many sentences
+ * have arrived. Resolves to {result, wav (number[] of bytes), samples (number[] of every
+ * sentence, in order), sentences: [{ms, index, samples}], wallMs}.
+ */
+export async function speak(page, request, { cancelAfter = 0, timeout = TIMEOUTS.generate } = {}) {
+  const reply = await withTimeout(
+    page.evaluate(async ({ request, cancelAfter }) => {
+      const client = window.__onnxpipe.client;
+      const chunks = [];
+      const sentences = [];
+      let cancel = null;
+      const t0 = performance.now();
+      try {
+        const { result, wav } = await client.speak({
+          ...request,
+          onAudio: (samples, sampleRate, sentence, index) => {
+            chunks.push(samples);
+            sentences.push({ ms: performance.now() - t0, index, sampleRate, samples: samples.length, text: sentence.text });
+            if (cancelAfter && sentences.length === cancelAfter) cancel = client.cancel();
+          },
+        });
+        await cancel;
+        const samples = [];
+        for (const c of chunks) for (const v of c) samples.push(v);
+        return { result, wav: Array.from(wav), samples, sentences, wallMs: performance.now() - t0 };
+      } catch (e) {
+        return { error: { kind: e?.kind ?? 'internal', message: String(e?.message ?? e) } };
+      }
+    }, { request, cancelAfter }),
+    timeout, 'speak');
+  if (reply.error) throw new RuntimeFailure(reply.error.kind, reply.error.message);
+  return reply;
+}
+
 // ---------------------------------------------------------------- bundles on disk
 
 function listFiles(dir) {

@@ -172,7 +172,7 @@ def test_unknown_key_lists_valid_keys_of_that_object():
           "Valid keys here: do_sample, min_p, no_repeat_ngram_size, num_beams, random_seed, "
           "repetition_penalty, temperature, top_k, top_p")
     fails(pipe(sesions={}), "$.pipeline.sesions",
-          "Valid keys here: dataflow, extends, flow, output, plugin, sessions, state")
+          "Valid keys here: dataflow, extends, flow, inputs, output, plugin, sessions, state")
 
 
 def test_unknown_key_without_close_match_has_no_hint():

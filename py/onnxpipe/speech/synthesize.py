@@ -1,0 +1,113 @@
+"""Text -> waveform, sentence by sentence, for any pipeline whose ``pipeline.output`` is audio.
+
+The front end (phonemes or tokenizer, from ``preprocessing``) turns each sentence into
+pipeline inputs; the loop strategy (``generation.loop``) runs the flow; the output tensor
+becomes float samples. Nothing here knows which voice it runs.
+"""
+
+from __future__ import annotations
+
+import time
+from array import array
+
+from ..errors import InputError
+from ..loops import LOOPS, Timing
+from ..search.sampler import Sampler
+from ..search.stopping import stop_ids
+from ..text.sentences import split_sentences
+from .result import SentenceAudio, SpeechResult
+
+
+def sentence_inputs(pipeline, text: str) -> list[tuple[str, list[int], dict]]:
+    """(sentence text, ids, loop inputs) per sentence, from the bundle's declared front end."""
+    if not isinstance(text, str) or not text.strip():
+        raise InputError("text: expected some words to speak, found an empty text")
+    if pipeline.phonemizer is not None:
+        out = []
+        for s in pipeline.phonemizer.sentences(text):
+            out.append((s.text, list(s.ids), {"phoneme_ids": (list(s.ids), (1, len(s.ids))),
+                                              "phoneme_lengths": ([len(s.ids)], (1,))}))
+        return out
+    if pipeline.text is None:
+        raise InputError(f"this bundle declares neither preprocessing.phonemes nor a tokenizer "
+                         f"({pipeline.config.bundle_dir}): it cannot turn text into its inputs")
+    out = []
+    for sentence in split_sentences(text):
+        ids = pipeline.text.encode(sentence, add_special_tokens=True)
+        out.append((sentence, ids, {"input_ids": (ids, (1, len(ids)))}))
+    return out
+
+
+def _waveform(pipeline, outputs: dict) -> list[float]:
+    tensor = outputs.get("output")
+    if tensor is None:
+        made = ", ".join(outputs) or "nothing"
+        raise InputError(f"the flow made no pipeline output \"output\" (made: {made}); check pipeline.output")
+    return pipeline.backend.to_list(tensor)
+
+
+def _run_single_pass(pipeline, inputs: dict, extra: dict, ids: list[int]):
+    given = {k: v for k, v in inputs.items() if k in pipeline.executor.plan.pipeline_inputs}
+    pipeline.executor.reset()
+    outputs, _ = LOOPS["single_pass"](pipeline.executor, {**extra, **given})
+    return _waveform(pipeline, outputs), []
+
+
+def _run_autoregressive(pipeline, inputs: dict, extra: dict, ids: list[int], cancel):
+    opts = pipeline._options({}, None)
+    info, provider = pipeline._logits_info()
+    sampler = Sampler(pipeline.backend, provider, opts, info)
+    pipeline.reset()
+    history: list[int] = []
+    steps = LOOPS["autoregressive"](pipeline.executor, sampler, history, ids, opts,
+                                    stop_ids(opts, pipeline._eos()), Timing(), extra)
+    tokens = []
+    for token, finish in steps:
+        tokens.append(token)
+        if finish:
+            return _waveform(pipeline, pipeline.executor.final_outputs), tokens
+        if cancel is not None and cancel():
+            steps.close()
+            return None, tokens
+    return None, tokens
+
+
+def speak(pipeline, text: str, extra: dict, on_audio=None, cancel=None) -> SpeechResult:
+    """Speak ``text``; ``on_audio(samples, sentence)`` sees each sentence's audio as it is made,
+    ``cancel()`` returning True stops before the next sentence (or token)."""
+    audio = pipeline.spec.pipeline.output.audio
+    rate = audio.sample_rate
+    silence = [0.0] * int(round(audio.sentence_silence * rate))
+    loop = pipeline.spec.generation.loop
+    result = SpeechResult(array("f"), rate, [], warnings=list(pipeline.warnings))
+    start = time.perf_counter()
+    sentences = sentence_inputs(pipeline, text)
+    if pipeline.phonemizer is not None:
+        result.warnings.extend(pipeline.phonemizer.warnings)
+    for index, (sentence, ids, inputs) in enumerate(sentences):
+        if cancel is not None and cancel():
+            result.finish_reason = "cancelled"
+            break
+        if loop == "single_pass":
+            samples, tokens = _run_single_pass(pipeline, inputs, extra, ids)
+        else:
+            samples, tokens = _run_autoregressive(pipeline, inputs, extra, ids, cancel)
+        if samples is None:
+            result.finish_reason = "cancelled"
+            break
+        if audio.peak_normalize:
+            peak = max((abs(v) for v in samples), default=0.0)
+            if peak > 0:
+                samples = [v / peak for v in samples]
+        if index < len(sentences) - 1:
+            samples = samples + silence
+        chunk = array("f", samples)
+        now = time.perf_counter()
+        part = SentenceAudio(sentence, ids, len(chunk), len(chunk) / rate, now - start, tokens)
+        start = now
+        result.samples.extend(chunk)
+        result.sentences.append(part)
+        if on_audio is not None:
+            on_audio(chunk, part)
+            start = time.perf_counter()   # the listener's time is not compute
+    return result
