@@ -357,7 +357,10 @@ class Pipeline:
                 break
             keep += 1
         keep = min(keep, len(ids) - 1)   # always run at least one token
-        if keep == 0 or not self.executor.rewind(keep):
+        # a plugin that lengthened the sequence (e.g. prepended audio frames) leaves positions
+        # the history doesn't count: start over rather than cut at the wrong place
+        aligned = self.executor.length == len(self.history)
+        if keep == 0 or not aligned or not self.executor.rewind(keep):
             self.reset()
             return ids
         del self.history[keep:]

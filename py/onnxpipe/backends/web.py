@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import posixpath
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -77,11 +78,12 @@ class WebBackend:
             opts.setdefault("preferredOutputLocation", "gpu-buffer")   # KV stays on the GPU
         data_dir = os.path.dirname(rel)
         if not external_data:   # the usual name when the config doesn't list them (v1 bundles)
-            external_data = [os.path.basename(rel) + suffix for suffix in (".data", "_data")
-                             if onnxpipe_js.hasFile(rel + suffix)]
+            external_data = [rel + suffix for suffix in (".data", "_data") if onnxpipe_js.hasFile(rel + suffix)]
+        else:   # declared paths are bundle-relative; the model names them relative to itself
+            external_data = [f.replace(os.sep, "/") for f in external_data]
         if external_data:
             opts["externalData"] = [
-                {"path": os.path.basename(f), "data": onnxpipe_js.getFile(f"{data_dir}/{f}".lstrip("/"))}
+                {"path": posixpath.relpath(f, data_dir or "."), "data": onnxpipe_js.getFile(f)}
                 for f in external_data]
         sess = self._create(name, onnxpipe_js.getFile(rel), opts)
         inputs = _infos(getattr(sess, "inputMetadata", None), list(sess.inputNames))

@@ -145,9 +145,15 @@ def assemble(config: LoadedConfig, backend, providers=None, variant=None) -> Ass
 
 
 def _keep_plugin_reads(plan, reads) -> None:
-    """Fetch and keep the session outputs a plugin reads, as if a wire read them."""
+    """Fetch and keep the session outputs a plugin reads, as if a wire read them; those of a
+    missing optional session become inputs the caller gives (as its wires do)."""
+    opened = {p.step.run for plans in plan.phases.values() for p in plans}
     for ref in reads:
         session, _, name = str(ref).partition(".")
+        if session not in opened:
+            plan.pipeline_inputs.add(name)
+            plan.caller_inputs.add(name)
+            continue
         for plans in plan.phases.values():
             for p in plans:
                 if p.step.run == session:
