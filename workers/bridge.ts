@@ -5,6 +5,8 @@ import { Template } from '@huggingface/jinja';
 import { Tokenizer } from '@huggingface/tokenizers';
 import type * as Ort from 'onnxruntime-web';
 
+import { phonemize } from './phonemizer';
+
 type Dtype = 'float32' | 'float16' | 'int64' | 'int32' | 'int8' | 'uint8' | 'bool';
 
 type OrtModule = typeof Ort;
@@ -68,6 +70,11 @@ export const bridge = {
   toArray(tensor: Ort.Tensor): number[] {
     return Array.from(tensor.data as ArrayLike<number | bigint>, (v) => Number(v));
   },
+  /** A float tensor's bytes as float32 (Python reads them into an array('f') in one copy). */
+  float32Bytes(tensor: Ort.Tensor): Uint8Array {
+    const data = tensor.data instanceof Float32Array ? tensor.data : Float32Array.from(tensor.data as ArrayLike<number>);
+    return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+  },
   async download(tensor: Ort.Tensor): Promise<number[]> {
     const data = await tensor.getData();
     return Array.from(data as ArrayLike<number | bigint>, (v) => Number(v));
@@ -93,6 +100,10 @@ export const bridge = {
       byteFallbackIds: (): number[] => byteFallback,
       vocabSize: (): number => vocab.size,
     };
+  },
+  /** espeak-ng IPA of one text chunk (py/onnxpipe/phonemes/web.py turns it into ids). */
+  phonemize(voice: string, text: string): Promise<string> {
+    return phonemize(voice, text);
   },
   renderChatTemplate(source: string, contextJson: string): string {
     let template = templates.get(source);

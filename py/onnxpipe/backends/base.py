@@ -6,6 +6,7 @@ position ids) cross as Python lists; large ones (logits, KV cache) never do.
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass
 from typing import Any, Protocol, Sequence
 
@@ -49,6 +50,9 @@ class Backend(Protocol):
         """Run; ``bound`` maps output names to preallocated tensors written in place."""
 
     def to_list(self, tensor: Tensor) -> list: ...
+
+    def to_float32(self, tensor: Tensor) -> array:
+        """A float tensor's values as a flat ``array('f')``, copied in one block (waveforms)."""
 
     def shape(self, tensor: Tensor) -> tuple[int, ...]: ...
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from array import array
+
 import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -120,6 +122,9 @@ class NativeBackend:
 
     def to_list(self, tensor) -> list:
         return tensor.numpy().reshape(-1).tolist()
+
+    def to_float32(self, tensor) -> array:
+        return array("f", tensor.numpy().astype("float32", copy=False).reshape(-1).tobytes())
 
     def to_numpy(self, tensor):
         """Native-only convenience for tests and tools."""

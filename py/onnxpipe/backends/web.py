@@ -8,6 +8,8 @@ as natively. Only ids and a handful of scalars are built or read here.
 
 from __future__ import annotations
 
+from array import array
+
 import hashlib
 import os
 import posixpath
@@ -111,6 +113,13 @@ class WebBackend:
     def to_list(self, tensor) -> list:
         return onnxpipe_js.toArray(tensor).to_py() if tensor.location == "cpu" else list(
             run_sync(onnxpipe_js.download(tensor)).to_py())
+
+    def to_float32(self, tensor) -> array:
+        if tensor.location != "cpu":
+            return array("f", self.to_list(tensor))
+        out = array("f")
+        out.frombytes(onnxpipe_js.float32Bytes(tensor).to_bytes())   # one memcpy, no per-value work
+        return out
 
     def shape(self, tensor) -> tuple[int, ...]:
         return tuple(int(d) for d in tensor.dims)

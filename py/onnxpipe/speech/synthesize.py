@@ -38,12 +38,12 @@ def sentence_inputs(pipeline, text: str) -> list[tuple[str, list[int], dict]]:
     return out
 
 
-def _waveform(pipeline, outputs: dict) -> list[float]:
+def _waveform(pipeline, outputs: dict) -> array:
     tensor = outputs.get("output")
     if tensor is None:
         made = ", ".join(outputs) or "nothing"
         raise InputError(f"the flow made no pipeline output \"output\" (made: {made}); check pipeline.output")
-    return pipeline.backend.to_list(tensor)
+    return pipeline.backend.to_float32(tensor)
 
 
 def _run_single_pass(pipeline, inputs: dict, extra: dict, ids: list[int]):
@@ -77,7 +77,7 @@ def speak(pipeline, text: str, extra: dict, on_audio=None, cancel=None) -> Speec
     ``cancel()`` returning True stops before the next sentence (or token)."""
     audio = pipeline.spec.pipeline.output.audio
     rate = audio.sample_rate
-    silence = [0.0] * int(round(audio.sentence_silence * rate))
+    silence = array("f", bytes(4 * int(round(audio.sentence_silence * rate))))
     loop = pipeline.spec.generation.loop
     result = SpeechResult(array("f"), rate, [], warnings=list(pipeline.warnings))
     start = time.perf_counter()
@@ -96,12 +96,12 @@ def speak(pipeline, text: str, extra: dict, on_audio=None, cancel=None) -> Speec
             result.finish_reason = "cancelled"
             break
         if audio.peak_normalize:
-            peak = max((abs(v) for v in samples), default=0.0)
+            peak = max(max(samples, default=0.0), -min(samples, default=0.0))
             if peak > 0:
-                samples = [v / peak for v in samples]
+                samples = array("f", [v / peak for v in samples])
+        chunk = samples
         if index < len(sentences) - 1:
-            samples = samples + silence
-        chunk = array("f", samples)
+            chunk.extend(silence)
         now = time.perf_counter()
         part = SentenceAudio(sentence, ids, len(chunk), len(chunk) / rate, now - start, tokens)
         start = now

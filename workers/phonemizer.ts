@@ -1,0 +1,77 @@
+// The browser's phonemizer: eSpeak-NG compiled to JavaScript (@echogarden/espeak-ng-emscripten,
+// GPL-3.0), served by the site itself at /espeak-ng/ (vite.config.ts, tools/serve.py). Python
+// reaches it as onnxpipe_js.phonemize (py/onnxpipe/phonemes/web.py); the result is the raw
+// synthesize_ipa() text, which Python cleans exactly as it cleans native espeak-ng output.
+
+/** What we use of the package (it ships no types). */
+interface EspeakWorker {
+  set_voice(name: string): number;
+  synthesize_ipa(text: string): { code: number; ipa: string };
+}
+interface EspeakModule {
+  eSpeakNGWorker: new () => EspeakWorker;
+}
+type EspeakFactory = (moduleArg?: Record<string, unknown>) => Promise<EspeakModule>;
+
+const MODULE_PATH = '/espeak-ng/espeak-ng.js';
+const DATA_PATH = '/espeak-ng/espeak-ng.data'; // next to the module, where it would look itself
+
+let loading: Promise<EspeakWorker> | null = null;
+let currentVoice: string | null = null;
+
+function reason(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}
+
+/** The .data file, fetched here rather than by the module: its own loader never settles when
+ * the fetch fails, and a plain GET is what the service worker can answer offline. */
+async function fetchData(url: string): Promise<ArrayBuffer> {
+  let response: Response;
+  try {
+    response = await fetch(url);
+  } catch (e) {
+    throw new Error(`phonemizer: cannot fetch ${url} (${reason(e)})`);
+  }
+  if (!response.ok) throw new Error(`phonemizer: ${url} answered HTTP ${response.status}; the site must serve espeak-ng.js and espeak-ng.data from /espeak-ng/`);
+  return response.arrayBuffer();
+}
+
+async function importFactory(url: string): Promise<EspeakFactory> {
+  try {
+    return ((await import(/* @vite-ignore */ url)) as { default: EspeakFactory }).default;
+  } catch (e) {
+    throw new Error(`phonemizer: cannot import ${url} (${reason(e)})`);
+  }
+}
+
+async function load(): Promise<EspeakWorker> {
+  const url = new URL(MODULE_PATH, self.location.origin).href;
+  const [data, factory] = await Promise.all([fetchData(new URL(DATA_PATH, self.location.origin).href), importFactory(url)]);
+  try {
+    // the file packager takes the bytes from this hook instead of fetching them itself
+    const module = await factory({ getPreloadedPackage: () => data });
+    return new module.eSpeakNGWorker();
+  } catch (e) {
+    throw new Error(`phonemizer: espeak-ng from ${url} failed to start (${reason(e)})`);
+  }
+}
+
+/** The package's IPA for `text`: clauses on separate lines, phonemes joined by "_". */
+export async function phonemize(voice: string, text: string): Promise<string> {
+  loading ??= load();
+  let espeak: EspeakWorker;
+  try {
+    espeak = await loading;
+  } catch (e) {
+    loading = null; // let a later call try again
+    throw e;
+  }
+  if (voice !== currentVoice) {
+    const code = espeak.set_voice(voice);
+    if (code !== 0) throw new Error(`phonemizer: espeak-ng has no voice "${voice}" (set_voice returned ${code}); check preprocessing.phonemes.voice`);
+    currentVoice = voice;
+  }
+  const result = espeak.synthesize_ipa(text);
+  if (result.code !== 0) throw new Error(`phonemizer: espeak-ng could not phonemize ${JSON.stringify(text.slice(0, 60))} (code ${result.code})`);
+  return result.ipa;
+}
