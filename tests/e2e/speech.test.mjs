@@ -1,0 +1,110 @@
+// The Piper voice in the browser through the REAL runtime worker (Pyodide -> espeak-ng wasm ->
+// onnxruntime-web WASM) against the same bundle natively (CPython -> espeak-ng -> onnxruntime):
+// same phoneme ids and the same samples (noise scales 0) for the same text; the WAV the worker
+// encodes; the headless runner's --text form; bad input leaves the worker usable.
+import assert from 'node:assert/strict';
+import { execFileSync, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { ROOT, launchBrowser, python, siteDir, startServer } from './lib/browser.mjs';
+import { RuntimeFailure, ensureManifest, loadBundle, openRuntimePage, speak } from './lib/runtime.mjs';
+import { TIMEOUTS } from './lib/timeouts.mjs';
+
+const BUNDLE = path.join(ROOT, 'public', 'models', 'piper-en-us-joe');
+const TEXT = 'Hello, world! It costs forty dollars today: cheap; is it not?';
+const QUIET = { noise_scale: 0, noise_w: 0 };
+const built = fs.existsSync(path.join(BUNDLE, 'en_US-joe-medium.onnx'));
+const PYENV = { ...process.env, PYTHONPATH: [path.join(ROOT, 'py'), ROOT].join(path.delimiter) };
+
+/** Native speak(): {ids per sentence, samples, sample_rate}. */
+function nativeSpeak(text, controls) {
+  const script = `
+import json, sys, onnxpipe
+r = onnxpipe.load(sys.argv[1]).speak(sys.argv[2], **json.loads(sys.argv[3]))
+print(json.dumps({"ids": [s.ids for s in r.sentences], "samples": list(r.samples), "sample_rate": r.sample_rate}))`;
+  return JSON.parse(execFileSync(python(), ['-c', script, BUNDLE, text, JSON.stringify(controls)],
+    { cwd: ROOT, env: PYENV, encoding: 'utf8', maxBuffer: 64 << 20 }));
+}
+
+/** Fields of a 16-bit PCM WAV header. */
+function wavHeader(bytes) {
+  const b = Buffer.from(bytes);
+  return {
+    riff: b.toString('ascii', 0, 4), wave: b.toString('ascii', 8, 12), format: b.readUInt16LE(20),
+    channels: b.readUInt16LE(22), rate: b.readUInt32LE(24), bits: b.readUInt16LE(34),
+    data: b.toString('ascii', 36, 40), dataBytes: b.readUInt32LE(40), size: b.length,
+  };
+}
+
+describe('Piper voice: browser equals native', { skip: !built && 'run `make models` first', timeout: TIMEOUTS.file }, () => {
+  let server, browser, context, offsite, page;
+  before(async () => {
+    ensureManifest(BUNDLE);
+    server = await startServer({ root: siteDir() });
+    ({ browser, context, offsite } = await launchBrowser());
+    page = await openRuntimePage(context, server.url);
+  });
+  after(async () => {
+    await browser?.close();
+    await server?.stop();
+  });
+
+  test('same phoneme ids and samples within 1e-4, and a valid WAV', async () => {
+    const loaded = await loadBundle(page, `${server.url}models/piper-en-us-joe/`);
+    assert.equal(loaded.info.kind, 'speech');
+    assert.equal(loaded.info.sampleRate, 22050);
+    assert.deepEqual(loaded.info.controls.map((c) => c.name), ['noise_scale', 'length_scale', 'noise_w']);
+    const web = await speak(page, { text: TEXT, controls: QUIET });
+    const native = nativeSpeak(TEXT, QUIET);
+    assert.deepEqual(web.result.sentences.map((s) => s.ids), native.ids);
+    assert.equal(native.ids.length, 2);
+    assert.equal(web.samples.length, native.samples.length);
+    let worst = 0;
+    for (let i = 0; i < native.samples.length; i++) worst = Math.max(worst, Math.abs(web.samples[i] - native.samples[i]));
+    assert.ok(worst <= 1e-4, `max |browser - native| = ${worst}`);
+    assert.deepEqual(web.sentences.map((s) => s.index), [0, 1]);
+    assert.ok(web.sentences.every((s) => s.sampleRate === 22050));
+    const h = wavHeader(web.wav);
+    assert.deepEqual([h.riff, h.wave, h.format, h.channels, h.rate, h.bits, h.data], ['RIFF', 'WAVE', 1, 1, 22050, 16, 'data']);
+    assert.equal(h.dataBytes, 2 * native.samples.length);
+    assert.equal(h.size, 44 + h.dataBytes);
+    assert.equal(web.result.finish_reason, 'done');
+    assert.ok(web.result.real_time_factor > 0 && web.result.compute_seconds > 0);
+    assert.deepEqual(offsite, []);
+  });
+
+  test('bad input is a typed error and the voice speaks afterwards', async () => {
+    await assert.rejects(speak(page, { text: TEXT, controls: { noise: 0 } }),
+      (e) => e instanceof RuntimeFailure && e.kind === 'input' && /unknown control "noise"/.test(e.detail));
+    await assert.rejects(speak(page, { text: '   ' }), (e) => e.kind === 'input');
+    await assert.rejects(page.evaluate(() => window.__onnxpipe.client.generate({ prompt: 'hi' })),
+      /pipeline input|loop is "single_pass"/);
+    const again = await speak(page, { text: 'Still here.', controls: QUIET });
+    assert.ok(again.samples.length > 10000);
+  });
+
+  test('cancel stops between sentences with what was made', async () => {
+    const long = 'One sentence first. Then a second one. And a third to be sure. A fourth as well.';
+    const run = await speak(page, { text: long, controls: QUIET }, { cancelAfter: 1 });
+    assert.equal(run.result.finish_reason, 'cancelled');
+    assert.ok(run.result.sentences.length >= 1 && run.result.sentences.length < 4);
+    assert.equal(wavHeader(run.wav).dataBytes, 2 * run.samples.length);
+  });
+});
+
+test('run-bundle.mjs --text --out --json prints the audio figures and writes the WAV',
+  { skip: !built && 'run `make models` first', timeout: TIMEOUTS.file }, () => {
+    const out = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'onnxpipe-tts-')), 'x.wav');
+    const proc = spawnSync(process.execPath, [path.join(ROOT, 'tests', 'e2e', 'run-bundle.mjs'), BUNDLE, '--text', 'Hi there.',
+      '--out', out, '--set', 'noise_scale=0', '--json'], { cwd: ROOT, encoding: 'utf8', timeout: TIMEOUTS.file });
+    assert.equal(proc.status, 0, proc.stderr);
+    const report = JSON.parse(proc.stdout.trim().split('\n').pop());
+    for (const key of ['audio_seconds', 'compute_seconds', 'sample_rate']) assert.equal(typeof report[key], 'number', key);
+    assert.equal(report.sample_rate, 22050);
+    const h = wavHeader(fs.readFileSync(out));
+    assert.equal(h.rate, 22050);
+    assert.ok(Math.abs(h.dataBytes / 2 / 22050 - report.audio_seconds) < 1e-3);
+    fs.rmSync(path.dirname(out), { recursive: true, force: true });
+  });
