@@ -133,6 +133,38 @@ def _control(text: str) -> tuple[str, float]:
         raise argparse.ArgumentTypeError(f"--set: expected NAME=NUMBER (e.g. noise_scale=0), found {text!r}")
 
 
+def _tensor_inputs(a) -> dict:
+    """--inputs FILE.json ({name: {values, shape}}) and --input NAME=FILE.wav ([1, samples])."""
+    from .audio import decode_wav
+
+    given = {}
+    if a.inputs:
+        try:
+            with open(a.inputs, encoding="utf-8") as f:
+                doc = json.load(f)
+        except (OSError, ValueError) as exc:
+            raise SystemExit(f"onnxpipe tts: --inputs {a.inputs}: {exc}")
+        if not isinstance(doc, dict):
+            raise SystemExit(f"onnxpipe tts: --inputs {a.inputs}: expected an object name -> {{values, shape}}")
+        for name, t in doc.items():
+            if not (isinstance(t, dict) and "values" in t and "shape" in t):
+                raise SystemExit(f'onnxpipe tts: --inputs {a.inputs}: "{name}" needs "values" and "shape"')
+            given[name] = (t["values"], tuple(t["shape"]))
+    for item in a.input or []:
+        name, eq, path = item.partition("=")
+        if not eq or not name or not path.endswith(".wav"):
+            raise SystemExit(f"onnxpipe tts: --input: expected NAME=FILE.wav, found {item!r}")
+        try:
+            with open(path, "rb") as f:
+                samples, _, channels = decode_wav(f.read())
+        except OSError as exc:
+            raise SystemExit(f"onnxpipe tts: --input {item}: {exc.strerror}")
+        if channels != 1:
+            raise SystemExit(f"onnxpipe tts: --input {item}: expected a mono WAV, found {channels} channels")
+        given[name] = (samples, (1, len(samples)))
+    return given
+
+
 def cmd_tts(a) -> int:
     from .api import load
 
@@ -142,7 +174,7 @@ def cmd_tts(a) -> int:
     pipe = load(a.bundle, providers=a.provider, variant=a.variant)
     for warning in pipe.warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    result = pipe.speak(text, **dict(a.set or []))
+    result = pipe.speak(text, inputs=_tensor_inputs(a), **dict(a.set or []))
     with open(a.out, "wb") as f:
         f.write(result.wav())
     if a.json:
@@ -195,6 +227,9 @@ def build_parser() -> argparse.ArgumentParser:
     tts.add_argument("--out", required=True, help="WAV file to write")
     tts.add_argument("--set", action="append", type=_control, metavar="NAME=VALUE",
                      help="a voice control from pipeline.inputs, e.g. noise_scale=0 (repeatable)")
+    tts.add_argument("--inputs", metavar="FILE.json", help="other pipeline inputs: {name: {values, shape}}")
+    tts.add_argument("--input", action="append", metavar="NAME=FILE.wav",
+                     help="a mono WAV as the pipeline input NAME, shape [1, samples] (repeatable)")
     tts.add_argument("--json", action="store_true", help="print one JSON object")
     tts.add_argument("--provider", action="append", default=None, help="execution provider (repeatable)")
     tts.add_argument("--variant", help="open the files the bundle made for this provider")

@@ -273,3 +273,25 @@ def test_output_that_the_decoder_lacks_is_a_config_error(twin, tmp_path):
         p["output"]["name"] = "wav"
 
     _fails(bundle_copy(twin, tmp_path, rename), "$.pipeline.output.name", "waveform")
+
+
+# ---- the tts command line -------------------------------------------------------------------
+
+
+def test_tts_cli_takes_the_reference_audio_from_an_inputs_file(twin, expected, voice, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    inputs = tmp_path / "voice.json"
+    inputs.write_text(json.dumps({"audio_values": voice["audio_values"]}))
+    root = Path(__file__).resolve().parents[3]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root / "py"), str(root)]))
+    proc = subprocess.run([sys.executable, "-m", "onnxpipe", "tts", str(twin), "--text", expected["text"],
+                           "--out", str(tmp_path / "x.wav"), "--inputs", str(inputs), "--json"],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["sample_rate"] == 24000
+    assert report["sentences"][0]["tokens"] == expected["greedy_tokens"]
+    assert (tmp_path / "x.wav").read_bytes()[:4] == b"RIFF"
