@@ -161,7 +161,7 @@ async function speak(request: Extract<Request, { type: 'speak' }>): Promise<void
     self.postMessage({ type: 'audio', id, index: index++, samples, sampleRate, sentence } satisfies Event, [samples.buffer]);
   };
   setCancel(false);
-  const payload = JSON.stringify({ text: request.text, controls: request.controls });
+  const payload = JSON.stringify({ text: request.text, controls: request.controls, inputs: request.inputs });
   const result = fromPython<SpeechResult>(id, await entry.speak.callPromising(payload, emit), 'result');
   if (result) self.postMessage({ type: 'spoken', id, result, wav } satisfies Event, [wav.buffer as ArrayBuffer]);
 }

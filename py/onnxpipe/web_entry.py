@@ -105,7 +105,13 @@ def speak(request_json: str, emit) -> str:
         def on_audio(samples, sentence) -> None:
             emit("audio", json.dumps(sentence.to_dict()), to_js(samples))
 
-        result = _pipeline.speak(request.get("text"), on_audio=on_audio, cancel=_cancelled, **controls)
+        inputs = {}
+        for name, tensor in (request.get("inputs") or {}).items():
+            if not (isinstance(tensor, dict) and "values" in tensor and "shape" in tensor):
+                raise InputError(f'inputs["{name}"]: expected {{values, shape}}')
+            inputs[name] = (tensor["values"], tuple(tensor["shape"]))
+        result = _pipeline.speak(request.get("text"), inputs=inputs, on_audio=on_audio, cancel=_cancelled,
+                                 **controls)
         emit("wav", "", to_js(result.wav()))
         return json.dumps({"result": result.to_dict()})
     except Exception as exc:

@@ -1,7 +1,9 @@
 // The Piper voice in the browser through the REAL runtime worker (Pyodide -> espeak-ng wasm ->
 // onnxruntime-web WASM) against the same bundle natively (CPython -> espeak-ng -> onnxruntime):
 // same phoneme ids and the same samples (noise scales 0) for the same text; the WAV the worker
-// encodes; the headless runner's --text form; bad input leaves the worker usable.
+// encodes; the headless runner's --text form; bad input leaves the worker usable. And the
+// Chatterbox-shaped twin (four sessions, KV cache, final decoder, the bundle's plugin) in
+// Pyodide: the same speech tokens and waveform as its numpy oracle.
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -9,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { ROOT, launchBrowser, python, siteDir, startServer } from './lib/browser.mjs';
-import { RuntimeFailure, ensureManifest, loadBundle, openRuntimePage, speak } from './lib/runtime.mjs';
+import { FIXTURE_CACHE, RuntimeFailure, copyBundle, ensureManifest, loadBundle, openRuntimePage, speak } from './lib/runtime.mjs';
 import { TIMEOUTS } from './lib/timeouts.mjs';
 
 const BUNDLE = path.join(ROOT, 'public', 'models', 'piper-en-us-joe');
@@ -107,4 +109,45 @@ test('run-bundle.mjs --text --out --json prints the audio figures and writes the
     assert.equal(h.rate, 22050);
     assert.ok(Math.abs(h.dataBytes / 2 / 22050 - report.audio_seconds) < 1e-3);
     fs.rmSync(path.dirname(out), { recursive: true, force: true });
+  });
+
+const TWIN = path.join(FIXTURE_CACHE, 'chatterbox_twin');
+const twinBuilt = fs.existsSync(path.join(TWIN, 'expected.json'));
+
+describe('Chatterbox twin: plugin glue and final decoder in the browser',
+  { skip: !twinBuilt && 'run `make fixtures` first', timeout: TIMEOUTS.file }, () => {
+    const copy = path.join(ROOT, 'build', 'e2e', `twin-${process.pid}`);
+    let server, browser, context, offsite, page;
+    before(async () => {
+      copyBundle(TWIN, copy);
+      server = await startServer({ root: siteDir(), mounts: { '/twin/': copy } });
+      ({ browser, context, offsite } = await launchBrowser());
+      page = await openRuntimePage(context, server.url);
+    });
+    after(async () => {
+      await browser?.close();
+      await server?.stop();
+      fs.rmSync(copy, { recursive: true, force: true });
+    });
+
+    test('speech tokens and waveform equal the oracle', async () => {
+      const expected = JSON.parse(fs.readFileSync(path.join(TWIN, 'expected.json'), 'utf8'));
+      const voice = JSON.parse(fs.readFileSync(path.join(TWIN, 'voice.json'), 'utf8'));
+      const loaded = await loadBundle(page, `${server.url}twin/`);
+      assert.equal(loaded.info.kind, 'speech');
+      assert.equal(loaded.info.structure, 'plugin');
+      const { values, shape } = voice.audio_values;
+      const run = await speak(page, { text: expected.text, inputs: { audio_values: { values, shape } } });
+      const [sentence] = run.result.sentences;
+      assert.deepEqual(sentence.ids, expected.input_ids);
+      assert.deepEqual(sentence.tokens, expected.greedy_tokens);
+      assert.equal(run.samples.length, expected.waveform.length);
+      let worst = 0;
+      for (let i = 0; i < run.samples.length; i++) worst = Math.max(worst, Math.abs(run.samples[i] - expected.waveform[i]));
+      assert.ok(worst <= 1e-4, `max |browser - oracle| = ${worst}`);
+      assert.equal(run.result.sample_rate, 24000);
+      assert.deepEqual(offsite, []);
+      await assert.rejects(speak(page, { text: expected.text }),
+        (e) => e.kind === 'input' && /audio_values/.test(e.detail));
+    });
   });

@@ -2,7 +2,7 @@
 
 import type {
   ChatMessage, Event, ExecutionProvider, GenerationResult, LoadedInfo, Request, SearchOptions, SentenceInfo,
-  SpeechResult,
+  SpeechResult, TensorInput,
 } from './protocol';
 
 export class RuntimeError extends Error {
@@ -30,6 +30,7 @@ export interface GenerateRequest {
 export interface SpeakRequest {
   text: string;
   controls?: Record<string, number>;
+  inputs?: Record<string, TensorInput>;
   /** each sentence's samples as soon as it is made (play them while the next is computed) */
   onAudio?: (samples: Float32Array, sampleRate: number, sentence: SentenceInfo, index: number) => void;
 }
@@ -161,7 +162,8 @@ export class RuntimeClient {
     if (this.cancelFlag) Atomics.store(this.cancelFlag, 0, 0);
     this.generating = id;
     try {
-      return await this.send<Speech>({ type: 'speak', id, text: request.text, controls: request.controls }, (event) => {
+      const message: Request = { type: 'speak', id, text: request.text, controls: request.controls, inputs: request.inputs };
+      return await this.send<Speech>(message, (event) => {
         if (event.type === 'audio') request.onAudio?.(event.samples, event.sampleRate, event.sentence, event.index);
       });
     } finally {

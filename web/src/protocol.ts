@@ -23,6 +23,12 @@ export interface ChatMessage {
   content: string;
 }
 
+/** A tensor given by the caller: flat values and shape (dtype from the session input). */
+export interface TensorInput {
+  values: number[];
+  shape: number[];
+}
+
 export type Request =
   | {
       type: 'load'; id: number; bundleUrl: string; ep?: ExecutionProvider; variant?: string;
@@ -43,6 +49,7 @@ export type Request =
       id: number;
       text: string;
       controls?: Record<string, number>; // pipeline.inputs by name (e.g. noise_scale, length_scale)
+      inputs?: Record<string, TensorInput>; // other pipeline inputs (e.g. a reference voice's audio_values)
     }
   | { type: 'cancel'; id: number }
   | { type: 'dispose'; id: number };
