@@ -17,6 +17,12 @@ const PUBLIC_DIR = path.join(ROOT, 'public');
 const MODELS_DIR = path.join(PUBLIC_DIR, 'models');
 const PYODIDE_NPM = path.join(ROOT, 'node_modules', 'pyodide');
 const PYODIDE_BUILD = path.join(ROOT, 'build', 'pyodide');
+// the browser phonemizer (workers/phonemizer.ts) imports /espeak-ng/espeak-ng.js, which loads
+// espeak-ng.data from next to itself; GPL-3.0, so its COPYING travels with it
+const ESPEAK_NPM = path.join(ROOT, 'node_modules', '@echogarden', 'espeak-ng-emscripten');
+const ESPEAK_FILES = ['espeak-ng.js', 'espeak-ng.data', 'COPYING'];
+const espeakFiles = () =>
+  new Map(ESPEAK_FILES.map((name) => [name, path.join(ESPEAK_NPM, name)] as const).filter(([, p]) => fs.existsSync(p)));
 
 export const CROSS_ORIGIN_HEADERS: Record<string, string> = {
   'Cross-Origin-Opener-Policy': 'same-origin',
@@ -140,6 +146,7 @@ function onnxpipeSite(): Plugin {
       server.middlewares.use(serveDir('/pyodide/', pyodideFiles));
     }
     server.middlewares.use(serveDir('/models/', MODELS_DIR));
+    server.middlewares.use(serveDir('/espeak-ng/', espeakFiles));
   };
   return {
     name: 'onnxpipe-site',
@@ -168,6 +175,11 @@ function onnxpipeSite(): Plugin {
       }
       if (![...files.keys()].some((n) => n.endsWith('.whl'))) throw new Error('onnxpipe-site: onnxpipe wheel missing');
       for (const [name, src] of files) fs.copyFileSync(src, path.join(dest, name));
+      // the browser phonemizer, from node_modules (never committed: GPL-3.0)
+      const espeak = espeakFiles();
+      if (espeak.size !== ESPEAK_FILES.length) throw new Error(`onnxpipe-site: ${ESPEAK_NPM} is incomplete (run npm install)`);
+      fs.mkdirSync(path.join(outDir, 'espeak-ng'), { recursive: true });
+      for (const [name, src] of espeak) fs.copyFileSync(src, path.join(outDir, 'espeak-ng', name));
       // public/ without models/ (models are served in place by tools/serve.py and vite preview)
       if (fs.existsSync(PUBLIC_DIR)) {
         fs.cpSync(PUBLIC_DIR, outDir, {
@@ -218,6 +230,10 @@ export default defineConfig({
     target: 'es2022',
     assetsInlineLimit: 0, // never inline wasm/onnx as data: URLs
     chunkSizeWarningLimit: 4096,
-    rollupOptions: { onLog: quietLog },
+    rollupOptions: {
+      onLog: quietLog,
+      // two pages: the chat (index.html) and text to speech (tts.html)
+      input: { main: path.join(ROOT, 'web', 'index.html'), tts: path.join(ROOT, 'web', 'tts.html') },
+    },
   },
 });

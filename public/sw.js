@@ -27,12 +27,26 @@ self.addEventListener('fetch', (event) => {
   event.respondWith(networkFirst(event.request));
 });
 
-// The page asks for what it loaded before this worker controlled it.
+// Keep one URL unless kept already; for an HTML page also the /assets/ its markup names
+// (the other page's entry script and styles were never loaded by this one).
+async function keep(cache, url) {
+  if (await cache.match(url)) return;
+  const response = await fetch(url).catch(() => null);
+  if (!response || !response.ok || response.type !== 'basic') return;
+  if ((response.headers.get('Content-Type') ?? '').startsWith('text/html')) {
+    const html = await response.clone().text();
+    for (const [, ref] of html.matchAll(/(?:src|href)="([^"]+)"/g)) {
+      const asset = new URL(ref, url);
+      if (asset.origin === self.location.origin && asset.pathname.startsWith('/assets/')) await keep(cache, asset.href);
+    }
+  }
+  await cache.put(url, response);
+}
+
+// The page asks for what it loaded before this worker controlled it, and for both pages.
 self.addEventListener('message', (event) => {
   if (event.data?.type !== 'cache-urls') return;
   event.waitUntil(caches.open(SITE_CACHE).then(async (cache) => {
-    for (const url of event.data.urls) {
-      if (!(await cache.match(url))) await cache.add(url).catch(() => undefined);
-    }
+    for (const url of event.data.urls) await keep(cache, url).catch(() => undefined);
   }));
 });

@@ -13,7 +13,9 @@ export async function enableOffline(timeoutMs = 3000): Promise<void> {
         setTimeout(resolve, timeoutMs);
       });
     }
-    const urls = [location.href, ...performance.getEntriesByType('resource').map((entry) => entry.name)]
+    // both pages (chat and speech), so either opens offline after a visit to the other
+    const pages = ['./', 'tts.html'].map((page) => new URL(page, document.baseURI).href);
+    const urls = [location.href, ...pages, ...performance.getEntriesByType('resource').map((entry) => entry.name)]
       .filter((url) => new URL(url).origin === location.origin && !new URL(url).pathname.startsWith('/models/'));
     navigator.serviceWorker.controller?.postMessage({ type: 'cache-urls', urls });
   } catch (error) {

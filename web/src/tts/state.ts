@@ -1,0 +1,34 @@
+// The speech page's state, one plain object; exposed as window.__onnxpipeTts.state for tests.
+
+import type { ExecutionProvider, LoadedInfo, SentenceInfo, SpeechResult } from '../protocol';
+import type { ShownError } from '../chat/format';
+
+/** idle: no voice loaded · loading · ready: can speak · speaking · stopping: cancel sent. */
+export type Status = 'idle' | 'loading' | 'ready' | 'speaking' | 'stopping';
+
+export interface TtsState {
+  status: Status;
+  /** Bundle name, provider and WASM threads of the last load request. */
+  bundle: string | null;
+  ep: ExecutionProvider | null;
+  threads: number;
+  loaded: LoadedInfo | null;
+  warnings: string[];
+  /** Sentences of the running (or last) speech, in order, as their audio arrived. */
+  sentences: SentenceInfo[];
+  /** Samples received for the running (or last) speech. */
+  samples: number;
+  /** True while Web Audio is playing something. */
+  playing: boolean;
+  lastResult: SpeechResult | null;
+  /** Size of the last WAV offered for download. */
+  wavBytes: number;
+  lastError: (ShownError & { during: 'load' | 'speak' | 'cancel' | 'playback' }) | null;
+}
+
+export function initialState(): TtsState {
+  return {
+    status: 'idle', bundle: null, ep: null, threads: 1, loaded: null, warnings: [],
+    sentences: [], samples: 0, playing: false, lastResult: null, wavBytes: 0, lastError: null,
+  };
+}
