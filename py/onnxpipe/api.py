@@ -6,6 +6,7 @@ deltas and a ``finish_reason`` -> ``generate`` collects the whole result.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Iterator
 
@@ -317,6 +318,21 @@ class Pipeline:
         loop_inputs = {"phoneme_ids", "phoneme_lengths", "input_ids"}
         extra = self._extra_inputs(inputs, controls, provided=loop_inputs)
         return synthesize.speak(self, text, extra, on_audio, cancel)
+
+    def warm_up(self) -> float:
+        """Run a speech bundle's front end and single-pass flow once on a short word, so the
+        first real sentence doesn't pay one-time start-up (engine allocations, the browser's
+        phonemizer download); returns the seconds it took. Autoregressive voices only warm
+        their front end."""
+        if self.kind != "speech":
+            return 0.0
+        start = time.perf_counter()
+        if self.spec.generation.loop == "single_pass":
+            self.speak("Hello.")
+        else:
+            synthesize.sentence_inputs(self, "Hello.")
+        self.reset()
+        return time.perf_counter() - start
 
     # ---- chat --------------------------------------------------------------------------------
 

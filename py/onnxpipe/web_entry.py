@@ -58,6 +58,7 @@ def open_bundle(fs_dir: str, options_json: str) -> str:
         variant = options.get("variant")
         _pipeline = Pipeline(load_config(fs_dir), backend, providers, text_loader=load_web_text_processor,
                              variant=variant, phonemizer_loader=_web_phonemizer)
+        warm_ms = _pipeline.warm_up() * 1000.0
         sessions = {name: {"provider": s.provider,
                            "file": _pipeline.spec.pipeline.sessions[name].file_for(variant or s.provider)}
                     for name, s in _pipeline.sessions.items()}
@@ -66,7 +67,7 @@ def open_bundle(fs_dir: str, options_json: str) -> str:
                            "hasChatTemplate": bool(_pipeline.text and _pipeline.text.has_chat_template),
                            "kind": _pipeline.kind, "sampleRate": _sample_rate(_pipeline),
                            "controls": [c.to_dict() for c in _pipeline.controls],
-                           "loadMs": (time.perf_counter() - start) * 1000.0})
+                           "warmUpMs": warm_ms, "loadMs": (time.perf_counter() - start) * 1000.0})
     except Exception as exc:  # every failure reaches the page as a typed error
         return error_json(exc)
 

@@ -138,7 +138,7 @@ async function speakBundle(a, page, loaded, browser, offsite) {
     ...run.result,
     out: a.out,
     sessions: loaded.info.sessions,
-    warnings: loaded.info.warnings,
+    warnings: [...loaded.info.warnings, ...run.result.warnings],
     ep: a.ep ?? null,
     threads: a.threads ?? null,
     browser: { version: browser.version(), boot_ms: loaded.info.bootMs, load_ms: loaded.info.loadMs, load_wall_ms: loaded.wallMs },

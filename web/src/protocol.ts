@@ -81,7 +81,8 @@ export interface LoadedInfo {
   structure: string;
   hasChatTemplate: boolean;
   bootMs: number;
-  loadMs: number;
+  loadMs: number; // includes warmUpMs
+  warmUpMs: number; // speech bundles: one short word spoken at load so the first Speak is fast
 }
 
 export interface GenerationResult {
@@ -100,6 +101,7 @@ export interface SentenceInfo {
   audio_seconds: number;
   compute_seconds: number;
   ids: number[]; // the ids the voice was fed (phoneme ids or text token ids)
+  tokens?: number[]; // the ids an autoregressive voice generated
 }
 
 export interface SpeechResult {
@@ -108,7 +110,9 @@ export interface SpeechResult {
   sample_rate: number;
   real_time_factor: number; // audio seconds per compute second
   finish_reason: 'done' | 'cancelled';
+  samples: number; // all sentences, silence between them included
   sentences: SentenceInfo[];
+  warnings: string[]; // e.g. characters the phoneme map does not know (dropped)
 }
 
 export type Event =

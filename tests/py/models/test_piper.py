@@ -114,3 +114,9 @@ def test_tts_cli_refuses_a_bad_control_with_a_clear_message(tmp_path):
                           capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 2 and "--set: expected NAME=NUMBER" in proc.stderr
     assert not (tmp_path / "x.wav").exists()
+
+
+def test_warm_up_speaks_once_and_leaves_the_voice_as_it_was(pipe):
+    before = list(pipe.speak(T1, **QUIET).samples)
+    assert pipe.warm_up() > 0
+    assert list(pipe.speak(T1, **QUIET).samples) == before

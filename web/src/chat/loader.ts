@@ -88,7 +88,7 @@ export class LoaderPanel {
     this.status.dataset.state = 'loaded';
     const sessions = Object.entries(info.sessions)
       .map(([name, s]) => `${name}: ${s.provider} (${s.file})`).join(', ');
-    const template = info.hasChatTemplate ? '' : ' · no chat template';
+    const template = info.hasChatTemplate || info.kind === 'speech' ? '' : ' · no chat template';
     this.status.textContent =
       `Loaded ${info.bundle} in ${formatMs(info.loadMs)} (runtime boot ${formatMs(info.bootMs)}) · ` +
       `${info.structure} · ${sessions || 'no sessions'}${template}`;
