@@ -123,13 +123,17 @@ async function load(request: Extract<Request, { type: 'load' }>): Promise<void> 
   }
 }
 
+/** The Python entry once a load has booted the runtime; else an error event and null. */
+async function loadedEntry(id: number): Promise<Record<string, PyFunction> | null> {
+  if (runtime) return (await runtime).entry;
+  post({ type: 'error', id, kind: 'input', message: 'no bundle is loaded: send a load request first' });
+  return null;
+}
+
 async function generate(request: Extract<Request, { type: 'generate' }>): Promise<void> {
   const { id } = request;
-  if (!runtime) {
-    post({ type: 'error', id, kind: 'input', message: 'no bundle is loaded: send a load request first' });
-    return;
-  }
-  const { entry } = await runtime;
+  const entry = await loadedEntry(id);
+  if (!entry) return;
   const emit = (json: string): void => {
     const event = JSON.parse(json) as { text: string; tokenIds: number[] };
     post({ type: 'token', id, text: event.text, tokenIds: event.tokenIds });
@@ -143,11 +147,8 @@ async function generate(request: Extract<Request, { type: 'generate' }>): Promis
 /** Text to speech: each sentence's samples go to the page as soon as Python has them. */
 async function speak(request: Extract<Request, { type: 'speak' }>): Promise<void> {
   const { id } = request;
-  if (!runtime) {
-    post({ type: 'error', id, kind: 'input', message: 'no bundle is loaded: send a load request first' });
-    return;
-  }
-  const { entry } = await runtime;
+  const entry = await loadedEntry(id);
+  if (!entry) return;
   let index = 0;
   let wav: Uint8Array = new Uint8Array(0);
   const emit = (kind: string, json: string, data: ArrayBufferView): void => {

@@ -315,8 +315,7 @@ class Pipeline:
         if self.kind != "speech":
             raise InputError('this bundle makes no audio: pipeline.output has no "audio" section '
                              f"({self.config.file}); use generate() or run()")
-        loop_inputs = {"phoneme_ids", "phoneme_lengths", "input_ids"}
-        extra = self._extra_inputs(inputs, controls, provided=loop_inputs)
+        extra = self._extra_inputs(inputs, controls, provided=synthesize.FRONT_END_INPUTS)
         return synthesize.speak(self, text, extra, on_audio, cancel)
 
     def warm_up(self) -> float:

@@ -136,6 +136,7 @@ def _control(text: str) -> tuple[str, float]:
 def _tensor_inputs(a) -> dict:
     """--inputs FILE.json ({name: {values, shape}}) and --input NAME=FILE.wav ([1, samples])."""
     from .audio import decode_wav
+    from .engine.controls import tensors_from_json
 
     given = {}
     if a.inputs:
@@ -144,12 +145,7 @@ def _tensor_inputs(a) -> dict:
                 doc = json.load(f)
         except (OSError, ValueError) as exc:
             raise SystemExit(f"onnxpipe tts: --inputs {a.inputs}: {exc}")
-        if not isinstance(doc, dict):
-            raise SystemExit(f"onnxpipe tts: --inputs {a.inputs}: expected an object name -> {{values, shape}}")
-        for name, t in doc.items():
-            if not (isinstance(t, dict) and "values" in t and "shape" in t):
-                raise SystemExit(f'onnxpipe tts: --inputs {a.inputs}: "{name}" needs "values" and "shape"')
-            given[name] = (t["values"], tuple(t["shape"]))
+        given.update(tensors_from_json(doc, f"--inputs {a.inputs}"))
     for item in a.input or []:
         name, eq, path = item.partition("=")
         if not eq or not name or not path.endswith(".wav"):

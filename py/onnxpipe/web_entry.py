@@ -17,6 +17,7 @@ from .api import Pipeline
 from .backends.web import WebBackend
 from .config.load import load_config
 from .engine.build import session_files
+from .engine.controls import tensors_from_json
 from .errors import InputError, OnnxpipeError
 from .text.web import load_web_text_processor
 
@@ -72,6 +73,12 @@ def open_bundle(fs_dir: str, options_json: str) -> str:
         return error_json(exc)
 
 
+def _loaded() -> Pipeline:
+    if _pipeline is None:
+        raise InputError("no bundle is loaded: send a load request first")
+    return _pipeline
+
+
 def _web_phonemizer(bundle_dir, spec):
     from .phonemes import load_phonemizer
     from .phonemes.web import WebEspeak
@@ -96,8 +103,6 @@ def speak(request_json: str, emit) -> str:
     """Text to speech; ``emit("audio", json, Float32Array)`` per sentence, then
     ``emit("wav", "", Uint8Array)`` with the whole WAV. Returns the result JSON."""
     try:
-        if _pipeline is None:
-            raise InputError("no bundle is loaded: send a load request first")
         request = json.loads(request_json)
         controls = request.get("controls") or {}
         if not isinstance(controls, dict):
@@ -106,12 +111,8 @@ def speak(request_json: str, emit) -> str:
         def on_audio(samples, sentence) -> None:
             emit("audio", json.dumps(sentence.to_dict()), to_js(samples))
 
-        inputs = {}
-        for name, tensor in (request.get("inputs") or {}).items():
-            if not (isinstance(tensor, dict) and "values" in tensor and "shape" in tensor):
-                raise InputError(f'inputs["{name}"]: expected {{values, shape}}')
-            inputs[name] = (tensor["values"], tuple(tensor["shape"]))
-        result = _pipeline.speak(request.get("text"), inputs=inputs, on_audio=on_audio, cancel=_cancelled,
+        inputs = tensors_from_json(request.get("inputs") or {}, "inputs")
+        result = _loaded().speak(request.get("text"), inputs=inputs, on_audio=on_audio, cancel=_cancelled,
                                  **controls)
         emit("wav", "", to_js(result.wav()))
         return json.dumps({"result": result.to_dict()})
@@ -122,8 +123,6 @@ def speak(request_json: str, emit) -> str:
 def generate(request_json: str, emit) -> str:
     """Run one generation; ``emit(json)`` gets each token event. Returns the result JSON."""
     try:
-        if _pipeline is None:
-            raise InputError("no bundle is loaded: send a load request first")
         request = json.loads(request_json)
         options = dict(request.get("options") or {})
 
@@ -131,10 +130,11 @@ def generate(request_json: str, emit) -> str:
             if event.text or event.token_ids:
                 emit(json.dumps({"text": event.text, "tokenIds": event.token_ids}))
 
+        pipeline = _loaded()
         if request.get("messages"):
-            result = _pipeline.chat(request["messages"], on_event=on_event, cancel=_cancelled, **options)
+            result = pipeline.chat(request["messages"], on_event=on_event, cancel=_cancelled, **options)
         else:
-            result = _pipeline.generate(prompt=request.get("prompt"), input_ids=request.get("inputIds"),
+            result = pipeline.generate(prompt=request.get("prompt"), input_ids=request.get("inputIds"),
                                         on_event=on_event, cancel=_cancelled, **options)
         return json.dumps({"result": result.to_dict()})
     except Exception as exc:

@@ -16,7 +16,7 @@ from ..state.kv_cache import KVCache, discover
 from ..state.positions import AttentionMask, PositionIds
 from ..state.recurrent import Recurrent
 from .executor import Executor
-from .plugin import load_plugin
+from .plugin import load_plugin, plugin_reads
 from .wiring import plan_flow
 
 # what each loop strategy supplies and reads (loops/ registers itself by these names)
@@ -132,32 +132,25 @@ def assemble(config: LoadedConfig, backend, providers=None, variant=None) -> Ass
     plan = plan_flow(spec, sessions, components, config.file, loop_inputs, loop_outputs)
     if spec.pipeline.output is not None:
         plan.pipeline_outputs.setdefault("output", (spec.pipeline.output.session, spec.pipeline.output.name))
-        for plans in plan.phases.values():
-            for p in plans:
-                if p.step.run == spec.pipeline.output.session and spec.pipeline.output.name not in p.keep:
-                    p.keep.append(spec.pipeline.output.name)
-                    if spec.pipeline.output.name not in p.outputs:
-                        p.outputs.append(spec.pipeline.output.name)
+        _keep(plan, spec.pipeline.output.session, spec.pipeline.output.name)
     executor = Executor(backend, plan, components)
-    executor.plugin = load_plugin(config, backend, sessions, executor.values)
-    _keep_plugin_reads(plan, getattr(executor.plugin, "reads", ()) or ())
+    plugin = load_plugin(config, backend, sessions, executor.values)
+    executor.use_plugin(plugin)
+    for session, name in plugin_reads(plugin):
+        if session in sessions:
+            _keep(plan, session, name)
+        else:   # a missing optional session: the caller gives its output, as for its wires
+            plan.pipeline_inputs.add(name)
+            plan.caller_inputs.add(name)
     return Assembly(sessions, components, executor, warnings)
 
 
-def _keep_plugin_reads(plan, reads) -> None:
-    """Fetch and keep the session outputs a plugin reads, as if a wire read them; those of a
-    missing optional session become inputs the caller gives (as its wires do)."""
-    opened = {p.step.run for plans in plan.phases.values() for p in plans}
-    for ref in reads:
-        session, _, name = str(ref).partition(".")
-        if session not in opened:
-            plan.pipeline_inputs.add(name)
-            plan.caller_inputs.add(name)
-            continue
-        for plans in plan.phases.values():
-            for p in plans:
-                if p.step.run == session:
-                    if name not in p.outputs:
-                        p.outputs.append(name)
-                    if name not in p.keep:
-                        p.keep.append(name)
+def _keep(plan, session: str, name: str) -> None:
+    """Fetch and keep a session output as if a wire read it (the result, a plugin's reads)."""
+    for plans in plan.phases.values():
+        for p in plans:
+            if p.step.run == session:
+                if name not in p.outputs:
+                    p.outputs.append(name)
+                if name not in p.keep:
+                    p.keep.append(name)

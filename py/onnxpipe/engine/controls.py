@@ -120,3 +120,16 @@ def _scalar(name: str, inputs: dict, given: dict) -> float:
 
 def _typed(values: list, dtype: str) -> list:
     return [float(v) for v in values] if dtype in FLOAT_TYPES else [int(v) for v in values]
+
+
+def tensors_from_json(doc, where: str) -> dict[str, tuple[list, tuple[int, ...]]]:
+    """Caller tensors written as JSON, ``{name: {"values": [...], "shape": [...]}}`` (a voice
+    file, a worker request), as pipeline inputs (flat values, shape)."""
+    if not isinstance(doc, dict):
+        raise InputError(f"{where}: expected an object name -> {{values, shape}}, found {type(doc).__name__}")
+    out = {}
+    for name, tensor in doc.items():
+        if not (isinstance(tensor, dict) and "values" in tensor and "shape" in tensor):
+            raise InputError(f'{where}: "{name}" needs "values" and "shape"')
+        out[name] = (tensor["values"], tuple(tensor["shape"]))
+    return out

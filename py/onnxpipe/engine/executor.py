@@ -23,6 +23,11 @@ class Executor:
         self.length = 0                                # positions held by the state
         self.final_outputs: dict[str, Any] = {}        # what the final phase produced last
         self.plugin = None                             # engine/plugin.py hooks, if the bundle has one
+        self._before_run = None                        # its before_run hook, looked up once
+
+    def use_plugin(self, plugin) -> None:
+        self.plugin = plugin
+        self._before_run = getattr(plugin, "before_run", None)
 
     def has_phase(self, phase: str) -> bool:
         return bool(self.plan.phases[phase])
@@ -64,7 +69,7 @@ class Executor:
         if plan.counter_dtype is not None:
             shape = (1,) if len(infos[plan.step.counter].shape) == 1 else ()
             feeds[plan.step.counter] = backend.tensor([index], plan.counter_dtype, shape)
-        hook = getattr(self.plugin, "before_run", None)
+        hook = self._before_run
         plugin_made = []
         if hook is not None:
             gathered = dict(feeds)

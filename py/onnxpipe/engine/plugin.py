@@ -99,9 +99,14 @@ def load_plugin(config, backend, sessions: dict, values: dict):
                           f"(it defines: {found or 'nothing callable'})", file=config.file,
                           path="$.pipeline.plugin.entry_point")
     plugin = entry(PluginContext(config.spec, backend, sessions, values))
-    for i, ref in enumerate(getattr(plugin, "reads", ()) or ()):
-        session, _, name = str(ref).partition(".")
+    for session, name in plugin_reads(plugin):
         if session in sessions and name not in sessions[session].outputs:
+            ref = f"{session}.{name}"
             raise ConfigError(f'plugin reads "{ref}" but session "{session}" has no output "{name}" '
                               f"(available outputs: {', '.join(sessions[session].outputs)})", **where)
     return plugin
+
+
+def plugin_reads(plugin) -> list[tuple[str, str]]:
+    """(session, output) pairs of a plugin's ``reads`` (none without a plugin)."""
+    return [tuple(str(ref).partition(".")[::2]) for ref in getattr(plugin, "reads", ()) or ()]

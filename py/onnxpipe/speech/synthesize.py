@@ -17,6 +17,9 @@ from ..search.stopping import stop_ids
 from ..text.sentences import split_sentences
 from .result import SentenceAudio, SpeechResult
 
+# the pipeline inputs the front ends give, sentence by sentence (the caller never does)
+FRONT_END_INPUTS = frozenset({"phoneme_ids", "phoneme_lengths", "input_ids"})
+
 
 def sentence_inputs(pipeline, text: str) -> list[tuple[str, list[int], dict]]:
     """(sentence text, ids, loop inputs) per sentence, from the bundle's declared front end."""
@@ -46,14 +49,15 @@ def _waveform(pipeline, outputs: dict) -> array:
     return pipeline.backend.to_float32(tensor)
 
 
-def _run_single_pass(pipeline, inputs: dict, extra: dict, ids: list[int]):
+def _run_single_pass(pipeline, inputs: dict, extra: dict):
     given = {k: v for k, v in inputs.items() if k in pipeline.executor.plan.pipeline_inputs}
-    pipeline.executor.reset()
+    pipeline.reset()
     outputs, _ = LOOPS["single_pass"](pipeline.executor, {**extra, **given})
     return _waveform(pipeline, outputs), []
 
 
-def _run_autoregressive(pipeline, inputs: dict, extra: dict, ids: list[int], cancel):
+def _run_autoregressive(pipeline, extra: dict, ids: list[int], cancel):
+    """The loop feeds ``ids`` itself as input_ids; the final phase makes the waveform."""
     opts = pipeline._options({}, None)
     info, provider = pipeline._logits_info()
     sampler = Sampler(pipeline.backend, provider, opts, info)
@@ -89,9 +93,9 @@ def speak(pipeline, text: str, extra: dict, on_audio=None, cancel=None) -> Speec
             result.finish_reason = "cancelled"
             break
         if loop == "single_pass":
-            samples, tokens = _run_single_pass(pipeline, inputs, extra, ids)
+            samples, tokens = _run_single_pass(pipeline, inputs, extra)
         else:
-            samples, tokens = _run_autoregressive(pipeline, inputs, extra, ids, cancel)
+            samples, tokens = _run_autoregressive(pipeline, extra, ids, cancel)
         if samples is None:
             result.finish_reason = "cancelled"
             break
