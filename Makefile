@@ -21,10 +21,8 @@ demo: models web ## build the site and serve the chat demo on http://127.0.0.1:$
 chat: models ## prepare the demo model and chat with it in the terminal
 	$(PY) -m onnxpipe chat $(SMOLLM2)
 
-test: models fixtures web-deps web ## every test: pytest, then typecheck and the browser tests
-	$(PY) -m pytest tests/py -q -p no:cacheprovider
-	$(MAKE) --no-print-directory typecheck
-	ONNXPIPE_E2E_DIST=dist node --test tests/e2e/
+test: models fixtures web-deps web ## every test: pytest, typecheck, the browser tests; then one "N passed, N failed" line
+	$(PY) tools/run_tests.py
 
 e2e: web-deps web ## only the browser tests (over a fresh dist/)
 	ONNXPIPE_E2E_DIST=dist node --test tests/e2e/

@@ -1,13 +1,14 @@
 // The chat page end to end with the demo model: load smollm2-135m-instruct through the UI,
 // type a question, watch the reply stream into the assistant bubble, and check its tokens
-// against the native CPython run of the same file (`python -m onnxpipe run --chat --variant`).
+// against the native CPython run of the same file (`python -m tests.agreement greedy --chat --variant`),
+// under the margin rule (tests/e2e/lib/agreement.mjs).
 // A screenshot of the page after the reply is saved to build/e2e/artifacts/chat.png.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { ROOT, launchBrowser, siteDir, startServer } from './lib/browser.mjs';
-import { nativeRun } from './lib/runtime.mjs';
+import { assertGreedyAgrees, nativeGreedy, WASM_VS_NATIVE } from './lib/agreement.mjs';
 import { TIMEOUTS } from './lib/timeouts.mjs';
 
 const BUNDLE = 'smollm2-135m-instruct';
@@ -35,7 +36,7 @@ function fileFor(provider) {
   return typeof file === 'string' ? file : file[provider] ?? file.default ?? file.cpu;
 }
 
-test(`chat page: ${BUNDLE} answers "${QUESTION}" token for token like native`, { timeout: TIMEOUTS.file }, async (t) => {
+test(`chat page: ${BUNDLE} answers "${QUESTION}" like native (token for token up to a near tie)`, { timeout: TIMEOUTS.file }, async (t) => {
   if (missing.length) return t.skip(`public/models/${BUNDLE}/ lacks ${missing.join(', ')}: run make models`);
   const page = await context.newPage();
   try {
@@ -94,17 +95,22 @@ test(`chat page: ${BUNDLE} answers "${QUESTION}" token for token like native`, {
     assert.deepEqual(state.messages.at(-1), { role: 'assistant', content: result.text });
     assert.equal(await page.getByTestId('stats').getAttribute('data-tokens'), String(result.tokens.length));
 
-    // token for token against CPython (onnxruntime) on the same file
-    const native = await nativeRun(BUNDLE_DIR, ['--chat', QUESTION, '--greedy', '--max-new-tokens', String(MAX_NEW_TOKENS), '--variant', 'wasm']);
-    assert.deepEqual(result.tokens, native.tokens, `browser "${result.text}" vs native "${native.text}"`);
-    assert.equal(result.text, native.text);
-    assert.equal(result.finish_reason, native.finish_reason);
+    // against CPython (onnxruntime) on the same file: token for token up to a near tie, if any
+    const native = await nativeGreedy(BUNDLE_DIR, ['--chat', QUESTION, '--max-new-tokens', String(MAX_NEW_TOKENS), '--variant', 'wasm']);
+    const agreed = assertGreedyAgrees(result.tokens, native.tokens, native.margins, WASM_VS_NATIVE, `browser "${result.text}" vs native "${native.text}"`);
+    if (agreed.split === null) {
+      assert.equal(result.tokens.length, native.tokens.length);
+      assert.equal(result.text, native.text);
+      assert.equal(result.finish_reason, native.finish_reason);
+    } else {
+      console.log(`# chat: browser and native split at step ${agreed.split}, a near tie (native margin ${agreed.margin})`);
+    }
 
     fs.mkdirSync(ARTIFACTS, { recursive: true });
     const shot = path.join(ARTIFACTS, 'chat.png');
     await page.screenshot({ path: shot, fullPage: true });
     console.log(`# chat: "${result.text}" (${result.tokens.length} tokens, ${result.finish_reason}; ${partial.length} streamed states); ` +
-      `${decoder.provider} ${decoder.file}; decode ${result.decode_tokens_per_s.toFixed(1)} tokens/s (native ${native.decode_tokens_per_s.toFixed(1)}), ` +
+      `${decoder.provider} ${decoder.file}; decode ${result.decode_tokens_per_s.toFixed(1)} tokens/s ` +
       `prefill ${Math.round(result.prefill_ms)} ms; load ${Math.round(info.loadMs)} ms, boot ${Math.round(info.bootMs)} ms; screenshot ${path.relative(ROOT, shot)}`);
     if (info.warnings.length) console.log(`# load warnings: ${info.warnings.join(' | ')}`);
     assert.deepEqual(offsite, [], 'requests left 127.0.0.1');

@@ -1,5 +1,6 @@
 // Tiny fixture bundles through the REAL runtime worker (chat page -> RuntimeClient -> worker ->
-// Pyodide -> onnxruntime-web): greedy tokens identical to the native oracle (expected.json),
+// Pyodide -> onnxruntime-web): greedy tokens identical to the native oracle (expected.json; every
+// step decisive, so the margin rule of lib/agreement.mjs asks for every token),
 // cancel mid-generation then generate again, and the smallest vocabularies on WebGPU
 // (SwiftShader in headless Chromium; skipped when it gives no adapter).
 import assert from 'node:assert/strict';
@@ -9,6 +10,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { ROOT, launchBrowser, python, siteDir, startServer } from './lib/browser.mjs';
 import { FIXTURE_CACHE, copyBundle, fixtureNames, generate, loadBundle, openRuntimePage } from './lib/runtime.mjs';
+import { assertDecisive } from './lib/agreement.mjs';
 import { TIMEOUTS } from './lib/timeouts.mjs';
 
 const BUNDLES = path.join(ROOT, 'build', 'e2e', `bundles-${process.pid}`);
@@ -66,6 +68,7 @@ describe('WASM: every tiny fixture equals its native greedy tokens', { timeout: 
   for (const name of names) {
     test(name, async () => {
       const e = expected[name];
+      assertDecisive(e, name);
       const loaded = await loadBundle(page, `${server.url}fixtures/${name}/`, { ep: 'wasm' });
       for (const [session, s] of Object.entries(loaded.info.sessions)) {
         assert.match(s.provider, /wasm/i, `${session} runs on ${s.provider}`);
@@ -126,6 +129,7 @@ describe('WebGPU (SwiftShader): smallest vocabularies', { timeout: TIMEOUTS.file
     if (skipWhy()) return t.skip(skipWhy());
     for (const name of picks) {
       const e = expected[name];
+      assertDecisive(e, name);
       const fresh = await openRuntimePage(context, server.url);
       try {
         const loaded = await loadBundle(fresh, `${server.url}fixtures/${name}/`, { ep: 'webgpu' });

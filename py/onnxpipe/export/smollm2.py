@@ -94,8 +94,9 @@ def is_up_to_date(out_dir: str, inputs: dict) -> bool:
     return all(os.path.isfile(os.path.join(out_dir, name)) for name in REQUIRED_FILES)
 
 
-def gguf_to_hf(gguf_path: str, hf_dir: str) -> None:
-    """Dequantize the GGUF to an fp32 Hugging Face folder the genai builder accepts."""
+def load_fp32(gguf_path: str):
+    """(transformers model, tokenizer): the GGUF dequantized to fp32, the model every variant of
+    the bundle is built from (and the tests' fp32 reference)."""
     os.environ.setdefault("TQDM_DISABLE", "1")  # the GGUF dequantizer uses tqdm directly
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
@@ -116,6 +117,12 @@ def gguf_to_hf(gguf_path: str, hf_dir: str) -> None:
         raise RuntimeError(f"GGUF weights do not fit the model: missing {result.missing_keys}, "
                            f"unexpected {result.unexpected_keys}")
     model.tie_weights()
+    return model.eval(), tokenizer
+
+
+def gguf_to_hf(gguf_path: str, hf_dir: str) -> None:
+    """Dequantize the GGUF to an fp32 Hugging Face folder the genai builder accepts."""
+    model, tokenizer = load_fp32(gguf_path)
     model.save_pretrained(hf_dir)
     tokenizer.save_pretrained(hf_dir)
     # The builder refuses "gguf quantized" checkpoints; the weights are already fp32 here.

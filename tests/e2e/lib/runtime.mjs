@@ -6,8 +6,8 @@
 //   const { result, events } = await generate(page, { inputIds: [1, 2], options: { max_new_tokens: 8 } });
 //
 // Also: bundle folders on disk made servable (manifest.json written when missing or stale),
-// the native CPython run of the same bundle, and the site to serve (dist/, rebuilt when stale).
-import { execFileSync, spawn } from 'node:child_process';
+// and the site to serve (dist/, rebuilt when stale). The native reference: ./agreement.mjs.
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { ROOT, python } from './browser.mjs';
@@ -196,36 +196,6 @@ export function fixtureNames() {
   });
   // fixtures marked own-tests are outside the greedy-token contract (e.g. the Chatterbox twin)
   return out.split('\n').filter((l) => !l.includes('own-tests')).map((l) => l.trim().split(/\s+/)[0]).filter(Boolean);
-}
-
-// ---------------------------------------------------------------- native reference
-
-/**
- * `python -m onnxpipe run BUNDLE ... --json` (CPython, onnxruntime): the parsed JSON object.
- * args: extra CLI words, e.g. ['--chat', 'Hi', '--greedy', '--max-new-tokens', '16'].
- */
-export function nativeRun(bundleDir, args, { timeout = TIMEOUTS.native } = {}) {
-  return new Promise((resolve, reject) => {
-    const proc = spawn(python(), ['-m', 'onnxpipe', 'run', bundleDir, ...args, '--json'], {
-      cwd: ROOT,
-      env: { ...process.env, PYTHONPATH: [path.join(ROOT, 'py'), ROOT].join(path.delimiter) },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    let err = '';
-    const timer = setTimeout(() => proc.kill('SIGKILL'), timeout);
-    proc.stdout.on('data', (c) => (out += c));
-    proc.stderr.on('data', (c) => (err += c));
-    proc.on('exit', (code, signal) => {
-      clearTimeout(timer);
-      if (code !== 0) return reject(new Error(`native onnxpipe run failed (${code ?? signal}): ${err.trim()}`));
-      try {
-        resolve({ ...JSON.parse(out.trim().split('\n').pop()), stderr: err });
-      } catch (e) {
-        reject(new Error(`native onnxpipe run: no JSON in its output: ${out.slice(0, 500)}`));
-      }
-    });
-  });
 }
 
 // ---------------------------------------------------------------- the site

@@ -17,6 +17,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import onnx_builders as ob
 import onnxpipe
+from tests.agreement import FP32_KERNELS, assert_greedy_agrees, margins
 
 V, D = 23, 8
 
@@ -72,16 +73,17 @@ def build(tmp_path):
 
     def reference(ids, n):
         memory = E[ids].sum(0)
-        out, feed, y = [], ids, None
+        out, feed, y, scores = [], ids, None, []
         for _ in range(n):
             x = np.tanh(memory + F[feed].sum(0))
             for k in range(3):
                 y = np.tanh(0.9 * x + 0.1 * k)
                 x = y
-            token = int(np.argmax(y @ W))
+            scores.append(y @ W)
+            token = int(np.argmax(scores[-1]))
             out.append(token)
             feed = [token]
-        return out, 2 * y
+        return out, margins(scores), 2 * y
 
     return reference
 
@@ -91,8 +93,9 @@ def test_phases_wires_and_repeat_match_the_reference(tmp_path):
     pipe = onnxpipe.load(tmp_path)
     assert pipe.structure == "multi-session"
     ids = [3, 1, 4, 1, 5]
-    want, summary = reference(ids, 12)
+    want, want_margins, summary = reference(ids, 12)
     result = pipe.generate(input_ids=ids, max_new_tokens=12)
-    assert result.tokens == want
-    final = pipe.backend.to_numpy(pipe.final_outputs["summary"]).reshape(-1)
-    np.testing.assert_allclose(final, summary, rtol=1e-5)
+    agreed = assert_greedy_agrees(result.tokens, want, want_margins, FP32_KERNELS)
+    if agreed.split is None:     # after a near tie the final state follows other tokens
+        final = pipe.backend.to_numpy(pipe.final_outputs["summary"]).reshape(-1)
+        np.testing.assert_allclose(final, summary, rtol=1e-5)

@@ -1,4 +1,5 @@
-"""Greedy tokens on tiny random-weight models equal the oracles', token for token.
+"""Greedy tokens on tiny random-weight models equal the oracles', token for token (every greedy
+step of a fixture is decisive: see tests/agreement.py).
 
 genai_* fixtures are onnxruntime-genai bundles loaded unchanged (genai_config.json only);
 their expected tokens are what transformers' generate and onnxruntime-genai both produced.
@@ -11,6 +12,7 @@ from __future__ import annotations
 import pytest
 
 import onnxpipe
+from tests.agreement import FP32_KERNELS
 from tests.fixtures import tiny_models
 
 
@@ -18,6 +20,9 @@ from tests.fixtures import tiny_models
 def test_greedy_tokens_equal_the_oracles(name):
     bundle = tiny_models.ensure(name)
     expected = tiny_models.load_expected(bundle)
+    # decisive by construction: every step's margin is above 2x the fp32 kernel tolerance, so
+    # the margin rule (tests/agreement.py) leaves no step where the tokens may differ
+    assert expected["min_logit_margin"] >= 2 * FP32_KERNELS
     pipe = onnxpipe.load(bundle)
     result = pipe.generate(input_ids=expected["input_ids"], max_new_tokens=expected["max_new_tokens"],
                            do_sample=False, ignore_eos=True)

@@ -1,14 +1,13 @@
 """The SmolLM2 bundle's onnxruntime-web WASM variant (model.wasm.onnx), when the bundle is built.
 
-Natively "wasm" is not a provider, so the variant file is run directly with onnxruntime CPU and
-compared with fp32. The builder's fp32 export is not kept in the bundle: the reference is the
-recorded fp32 greedy tokens below (onnxruntime CPU, genai fp32 export, chat template), or the
-greedy tokens of ONNXPIPE_FP32_REFERENCE (an fp32 model.onnx) when that is set.
+Natively "wasm" is not a provider, so the variant file is run through onnxpipe with onnxruntime
+CPU (``variant="wasm"``) and compared with the fp32 model it was made from: the package's GGUF
+dequantized by transformers and run in torch now, greedy, with its logits.
 
 The variant stores its MatMul weights as fp16 and computes in fp32 (the Casts fold at load):
 measured 224/224 greedy tokens equal to fp32's over 7 chat prompts x 32, teacher-forced top-1
-100%. Two of those prompts are checked here, all 32 tokens (the former int8 variant lost the
-Romeo prompt at token 10).
+100%. Two of those prompts are checked here, all 32 tokens, under the margin rule of
+tests/agreement.py (the former int8 variant lost the Romeo prompt at token 10).
 """
 
 from __future__ import annotations
@@ -16,35 +15,24 @@ from __future__ import annotations
 import json
 import os
 
+import numpy as np
 import pytest
 
 from onnxpipe.export.manifest import MANIFEST_NAME, file_sha256
+from tests.agreement import LogitsProbe, assert_greedy_agrees, margins, max_logit_difference
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 BUNDLE = os.path.join(ROOT, "public", "models", "smollm2-135m-instruct")
 VARIANT = "model.wasm.onnx"
-# fp32 greedy tokens (32) per chat prompt, with a word the answer must contain.
-FP32_TOKENS = {
-    # "The capital of France is Paris.<|im_end|>\n<|im_end|>..."
-    "What is the capital of France?": ("Paris", [504, 3575, 282, 4649, 314, 7042, 30, 2, 198, 2, 1, 9690, 198, 2,
-                                                 198, 1, 4093, 198, 57, 5248, 3946, 288, 7198, 253, 725, 1406, 281,
-                                                 260, 2342, 30, 339, 3543]),
-    "Who wrote Romeo and Juliet?": ("Shakespeare", [504, 1977, 282, 30493, 284, 29117, 411, 4967, 12081, 314, 10866,
-                                                    288, 260, 216, 33, 39, 373, 29, 9051, 3432, 37857, 284, 5720, 30,
-                                                    378, 1238, 28, 2855, 281, 216, 33, 37]),
-}
+NEW_TOKENS = 32
+# chat prompts, with a word fp32's answer contains
+PROMPTS = {"What is the capital of France?": "Paris", "Who wrote Romeo and Juliet?": "Shakespeare"}
+# fp16-rounded weights vs fp32 (torch): the reference's top-10 logits differ by <= 0.017 on these
+# prompts here; greedy may split only where fp32's margin is below 2x this
+FP16_WEIGHTS = 0.05
 
 pytestmark = pytest.mark.skipif(not os.path.isfile(os.path.join(BUNDLE, VARIANT)),
                                 reason="bundle not built (make models)")
-
-
-def _tokenizer():
-    from transformers import PreTrainedTokenizerFast
-
-    tokenizer = PreTrainedTokenizerFast(tokenizer_file=os.path.join(BUNDLE, "tokenizer.json"))
-    with open(os.path.join(BUNDLE, "chat_template.jinja"), encoding="utf-8") as f:
-        tokenizer.chat_template = f.read()
-    return tokenizer
 
 
 def test_variant_files_exist_and_are_in_the_manifest():
@@ -98,18 +86,39 @@ def test_variant_weights_are_fp16_cast_to_fp32():
     assert not big_fp32, big_fp32  # one fp16 table serves both the embedding and lm_head
 
 
-@pytest.mark.parametrize("prompt", sorted(FP32_TOKENS))
-def test_variant_greedy_equals_fp32(prompt):
-    from onnxpipe.export.wasm_variant import agreement, greedy_tokens
+@pytest.fixture(scope="module")
+def fp32():
+    """The fp32 model the variant was made from (transformers, torch)."""
+    from onnxpipe.export import smollm2
 
-    tokenizer = _tokenizer()
-    ids = tokenizer.apply_chat_template([{"role": "user", "content": prompt}], add_generation_prompt=True,
-                                        tokenize=True, return_dict=False)
-    word, reference = FP32_TOKENS[prompt]
-    fp32_model = os.environ.get("ONNXPIPE_FP32_REFERENCE")
-    if fp32_model:
-        reference = greedy_tokens(fp32_model, ids, len(reference))
-    got = greedy_tokens(os.path.join(BUNDLE, VARIANT), ids, len(reference), threads=1)
-    text = tokenizer.decode(got)
-    assert agreement(reference, got) == len(reference), (got, text)
-    assert word in text, text
+    return smollm2.load_fp32(smollm2.find_gguf())[0]
+
+
+def fp32_greedy(model, ids: list[int], n: int) -> tuple[list[int], np.ndarray]:
+    """Greedy tokens (no stop) and the logits of each step, torch with its KV cache."""
+    import torch
+
+    tokens, logits, past, feed = [], [], None, ids
+    with torch.no_grad():
+        for _ in range(n):
+            out = model(torch.tensor([feed]), past_key_values=past, use_cache=True)
+            past = out.past_key_values
+            logits.append(out.logits[0, -1].float().numpy())
+            tokens.append(int(logits[-1].argmax()))
+            feed = [tokens[-1]]
+    return tokens, np.stack(logits)
+
+
+@pytest.mark.parametrize("prompt", sorted(PROMPTS))
+def test_variant_greedy_follows_fp32(prompt, fp32):
+    import onnxpipe
+
+    probe = LogitsProbe()
+    pipe = onnxpipe.load(BUNDLE, backend=probe, variant="wasm")
+    ids = pipe.chat_prompt_ids([{"role": "user", "content": prompt}])
+    want, want_logits = fp32_greedy(fp32, ids, NEW_TOKENS)
+    assert PROMPTS[prompt] in pipe.text.decode(want)
+    got = pipe.generate(input_ids=ids, max_new_tokens=NEW_TOKENS, ignore_eos=True).tokens
+    agreed = assert_greedy_agrees(got, want, margins(want_logits), FP16_WEIGHTS, prompt)
+    steps = agreed.agreed + (agreed.split is not None)
+    assert max_logit_difference(probe.step_logits()[:steps], want_logits[:steps], top=10) <= FP16_WEIGHTS

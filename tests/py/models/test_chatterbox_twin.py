@@ -18,6 +18,7 @@ import pytest
 import onnxpipe
 from onnxpipe.backends.native import NativeBackend
 from onnxpipe.errors import ConfigError, InputError
+from tests.agreement import FP32_KERNELS
 from tests.fixtures import tiny_models
 
 SHIPPED = Path(__file__).resolve().parents[3] / "bundles" / "chatterbox-turbo-onnx"
@@ -117,6 +118,9 @@ def test_sessions_run_in_declared_order_with_wired_feeds(twin, expected, voice):
     pipe = onnxpipe.load(twin, backend=backend)
     result = pipe.speak(expected["text"], inputs=audio_input(voice))
     tokens = expected["greedy_tokens"]
+    # every step of the oracle's run is decisive, so under the margin rule (tests/agreement.py)
+    # the tokens of this and the tests below must match exactly
+    assert expected["min_logit_margin"] >= 2 * FP32_KERNELS
     names = [c[0] for c in backend.calls]
     assert names == ["speech_encoder"] + ["embed_tokens", "language_model"] * len(tokens) + ["conditional_decoder"]
     assert result.sentences[0].tokens == tokens

@@ -17,6 +17,7 @@ import pytest
 import onnxpipe
 from onnxpipe.audio import decode_wav
 from onnxpipe.errors import InputError
+from tests import piper_reference
 
 ROOT = Path(__file__).resolve().parents[3]
 BUNDLE = ROOT / "public" / "models" / "piper-en-us-joe"
@@ -47,9 +48,10 @@ def test_a_fixed_sentence_is_plausible_speech(pipe):
     assert max(abs(v) for v in s) < 1.0
     assert lead < 0.3 and trail < 0.3, (lead, trail)                      # silence at the ends, not more
     assert result.real_time_factor > 1 and result.compute_seconds > 0
-    # the ids are Piper's (docs/tts-findings.md §2.4): ^ _ (phoneme _)* $
-    ids = result.sentences[0].ids
-    assert ids[:4] == [1, 0, 41, 0] and ids[-3:] == [10, 0, 2] and len(ids) == 109
+    # the ids are Piper's, from espeak-ng (the bundle's data) and the voice's own id map
+    want = piper_reference.reference(T1, "en-us", BUNDLE / ".native",
+                                     piper_reference.voice_id_map(BUNDLE / "en_US-joe-medium.onnx.json"))
+    assert [s.ids for s in result.sentences] == [ids for _, ids in want]
 
 
 def test_noise_off_is_deterministic_and_default_noise_varies(pipe):

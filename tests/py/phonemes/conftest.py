@@ -53,6 +53,11 @@ def piper_map() -> dict[str, list[int]]:
     return {k: list(v) for k, v in PIPER_MAP.items()}
 
 
+@pytest.fixture(scope="module")
+def piper_map_module() -> dict[str, list[int]]:
+    return {k: list(v) for k, v in PIPER_MAP.items()}
+
+
 @pytest.fixture(scope="session")
 def make_spec():
     """PhonemesPreprocessing for the `bundle` fixture; keyword arguments override fields."""

@@ -1,6 +1,6 @@
 """load_phonemizer with the native espeak-ng engine and the browser package's data: Piper's
-ids for the reference sentences (docs/tts-findings.md §2.4), punctuation, unknown phonemes,
-empty text and id-map errors."""
+ids for the reference sentences (computed now by tests/piper_reference.py from espeak-ng and
+the id map, as Piper does), punctuation, unknown phonemes, empty text and id-map errors."""
 
 import json
 
@@ -8,28 +8,18 @@ import pytest
 
 from onnxpipe.errors import ConfigError, InputError
 from onnxpipe.phonemes import PhonemeSentence, load_phonemizer
+from tests import piper_reference
 
 MAP_PATH = "$.preprocessing.phonemes.id_map"
+T1 = "The quick brown fox jumps over the lazy dog."
+T2 = "Hello, world! It costs $42.50 today: cheap; isn't it?"
+T3 = "Speech synthesis runs entirely in your browser, with no server (really)."
 
-# findings §2.4, measured with Piper's own phonemizer; with the npm package's data T2.2 says
-# fˈɔːɹɾi ("forty"), so its "o" id 27 is 54 ("ɔ") here
-T1_IDS = [1, 0, 41, 0, 59, 0, 3, 0, 23, 0, 35, 0, 120, 0, 74, 0, 23, 0, 3, 0, 15, 0, 88, 0, 120, 0, 14, 0, 100, 0,
-          26, 0, 3, 0, 19, 0, 120, 0, 51, 0, 122, 0, 23, 0, 31, 0, 3, 0, 17, 0, 108, 0, 120, 0, 102, 0, 25, 0, 28,
-          0, 31, 0, 3, 0, 121, 0, 27, 0, 100, 0, 34, 0, 60, 0, 3, 0, 41, 0, 59, 0, 3, 0, 24, 0, 120, 0, 18, 0, 74,
-          0, 38, 0, 21, 0, 3, 0, 17, 0, 120, 0, 51, 0, 122, 0, 66, 0, 10, 0, 2]
-T2_1_IDS = [1, 0, 20, 0, 59, 0, 24, 0, 120, 0, 27, 0, 100, 0, 8, 0, 3, 0, 35, 0, 120, 0, 62, 0, 122, 0, 24, 0, 17, 0,
-            4, 0, 2]
-T2_2_IDS = [1, 0, 74, 0, 32, 0, 3, 0, 23, 0, 120, 0, 54, 0, 31, 0, 32, 0, 31, 0, 3, 0, 17, 0, 120, 0, 51, 0, 122, 0,
-            24, 0, 60, 0, 3, 0, 19, 0, 120, 0, 54, 0, 122, 0, 88, 0, 92, 0, 21, 0, 3, 0, 32, 0, 120, 0, 33, 0, 122,
-            0, 3, 0, 28, 0, 54, 0, 74, 0, 26, 0, 32, 0, 3, 0, 19, 0, 120, 0, 14, 0, 74, 0, 34, 0, 3, 0, 38, 0, 120,
-            0, 21, 0, 59, 0, 88, 0, 27, 0, 100, 0, 3, 0, 32, 0, 59, 0, 17, 0, 120, 0, 18, 0, 74, 0, 11, 0, 3, 0, 32,
-            0, 96, 0, 120, 0, 21, 0, 122, 0, 28, 0, 12, 0, 3, 0, 120, 0, 74, 0, 38, 0, 59, 0, 26, 0, 32, 0, 3, 0, 74,
-            0, 32, 0, 13, 0, 2]
-T3_IDS = [1, 0, 31, 0, 28, 0, 120, 0, 21, 0, 122, 0, 32, 0, 96, 0, 3, 0, 31, 0, 120, 0, 74, 0, 26, 0, 126, 0, 59, 0,
-          31, 0, 121, 0, 74, 0, 31, 0, 3, 0, 88, 0, 120, 0, 102, 0, 26, 0, 38, 0, 3, 0, 61, 0, 26, 0, 32, 0, 120, 0,
-          14, 0, 74, 0, 60, 0, 24, 0, 21, 0, 3, 0, 74, 0, 26, 0, 3, 0, 22, 0, 100, 0, 88, 0, 3, 0, 15, 0, 88, 0,
-          120, 0, 14, 0, 100, 0, 38, 0, 60, 0, 8, 0, 3, 0, 35, 0, 74, 0, 41, 0, 3, 0, 26, 0, 120, 0, 27, 0, 100, 0,
-          3, 0, 31, 0, 120, 0, 62, 0, 122, 0, 34, 0, 60, 0, 3, 0, 88, 0, 120, 0, 21, 0, 59, 0, 24, 0, 21, 0, 10, 0, 2]
+
+@pytest.fixture(scope="module")
+def piper(npm_data, piper_map_module):
+    """text -> [(phonemes, ids)] of each sentence, from Piper's recipe on the same espeak data."""
+    return lambda text: piper_reference.reference(text, "en-us", npm_data, piper_map_module)
 
 
 @pytest.fixture
@@ -37,34 +27,35 @@ def phonemizer(bundle, make_spec):
     return load_phonemizer(bundle, make_spec())
 
 
-def test_reference_sentences_give_pipers_ids(phonemizer):
-    (t1,) = phonemizer.sentences("The quick brown fox jumps over the lazy dog.")
-    assert t1 == PhonemeSentence("The quick brown fox jumps over the lazy dog.",
-                                 "ðə kwˈɪk bɹˈaʊn fˈɑːks dʒˈʌmps ˌoʊvɚ ðə lˈeɪzi dˈɑːɡ.", T1_IDS)
-    t2 = phonemizer.sentences("Hello, world! It costs $42.50 today: cheap; isn't it?")
-    assert [s.text for s in t2] == ["Hello, world!", "It costs $42.50 today: cheap; isn't it?"]
-    assert t2[0].phonemes == "həlˈoʊ, wˈɜːld!" and t2[0].ids == T2_1_IDS
-    assert "fˈɔːɹɾi" in t2[1].phonemes and t2[1].ids == T2_2_IDS
-    (t3,) = phonemizer.sentences("Speech synthesis runs entirely in your browser, with no server (really).")
-    assert t3.phonemes == "spˈiːtʃ sˈɪnθəsˌɪs ɹˈʌnz ɛntˈaɪɚli ɪn jʊɹ bɹˈaʊzɚ, wɪð nˈoʊ sˈɜːvɚ ɹˈiəli."
-    assert t3.ids == T3_IDS
+def test_reference_sentences_give_pipers_ids(phonemizer, piper):
+    for text, sentences in [(T1, [T1]), (T2, ["Hello, world!", "It costs $42.50 today: cheap; isn't it?"]),
+                            (T3, [T3])]:
+        got = phonemizer.sentences(text)
+        assert [s.text for s in got] == sentences
+        assert [(s.phonemes, s.ids) for s in got] == piper(text), text
+    # the npm package's data says fˈɔːɹɾi for "forty" (Debian's 1.51 data: fˈoːɹɾi)
+    assert "fˈɔːɹɾi" in phonemizer.sentences(T2)[1].phonemes
+    assert phonemizer.sentences(T1)[0] == PhonemeSentence(T1, *piper(T1)[0])
     assert phonemizer.warnings == []
 
 
-def test_punctuation_is_put_back_and_ends_sentences(phonemizer):
-    out = phonemizer.sentences("One, two; three: four. Five? Six!")
+def test_punctuation_is_put_back_and_ends_sentences(phonemizer, piper):
+    text = "One, two; three: four. Five? Six!"
+    out = phonemizer.sentences(text)
     assert [s.phonemes for s in out] == ["wˈʌn, tˈuː; θɹˈiː: fˈɔːɹ.", "fˈaɪv?", "sˈɪks!"]
-    assert out[1].ids == [1, 0, 19, 0, 120, 0, 14, 0, 74, 0, 34, 0, 13, 0, 2]
+    assert [s.ids for s in out] == [ids for _, ids in piper(text)]
 
 
-def test_unknown_phonemes_are_dropped_with_a_warning(bundle, make_spec, piper_map):
+def test_unknown_phonemes_are_dropped_with_a_warning(bundle, make_spec, piper_map, piper):
     del piper_map["ɹ"]
     (bundle / "small.json").write_text(json.dumps(piper_map), encoding="utf-8")
     phonemizer = load_phonemizer(bundle, make_spec(id_map="small.json"))
-    (s,) = phonemizer.sentences("The quick brown fox jumps over the lazy dog.")
-    assert "ɹ" in s.phonemes and len(s.ids) == len(T1_IDS) - 2     # no id and no pad for it
-    assert s.ids == T1_IDS[:22] + T1_IDS[24:]
-    assert len(phonemizer.warnings) == 1 and '"ɹ" U+0279 (1x)' in phonemizer.warnings[0]
+    (s,) = phonemizer.sentences(T1)
+    ((phonemes, full_ids),) = piper(T1)
+    assert s.phonemes == phonemes and "ɹ" in s.phonemes
+    assert s.ids == piper_reference.ids(phonemes.replace("ɹ", ""), piper_map)   # no id and no pad for it
+    assert len(s.ids) == len(full_ids) - 2 * phonemes.count("ɹ")
+    assert len(phonemizer.warnings) == 1 and f'"ɹ" U+0279 ({phonemes.count("ɹ")}x)' in phonemizer.warnings[0]
     phonemizer.sentences("Hello.")
     assert phonemizer.warnings == []                                 # warnings are per call
 
@@ -89,9 +80,10 @@ def test_empty_text_is_an_error_and_silent_sentences_are_skipped(phonemizer):
     assert phonemizer.warnings == ["skipped, nothing to speak: '...'"]
 
 
-def test_bos_eos_pad_can_be_left_out(bundle, make_spec):
+def test_bos_eos_pad_can_be_left_out(bundle, make_spec, piper, piper_map):
     phonemizer = load_phonemizer(bundle, make_spec(bos=None, eos=None, pad=None))
-    assert phonemizer.sentences("Hello.")[0].ids == [20, 59, 24, 120, 27, 100, 10]
+    ((phonemes, _),) = piper("Hello.")
+    assert phonemizer.sentences("Hello.")[0].ids == [piper_map[p][0] for p in phonemes]
 
 
 def test_symbol_missing_from_the_map(bundle, make_spec):

@@ -1,0 +1,105 @@
+"""Every test suite in turn (pytest, the TypeScript typecheck, the browser tests), then one plain
+line that sums them up, `N passed, N failed, N skipped`, so a reader sees at a glance what ran.
+
+    python tools/run_tests.py            # what `make test` runs once everything is built
+
+Each suite runs even when an earlier one failed; the exit status is non-zero when any test
+failed or any suite did not finish cleanly (a crash, a collection error, a typecheck error).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PYTEST_COUNT = re.compile(r"(\d+) (passed|failed|skipped|errors?|xfailed|xpassed|deselected)\b")
+PYTEST_SUMMARY = re.compile(r"^=*\s*\d+ (passed|failed|skipped|errors?|xfailed|xpassed|deselected)\b.* in [\d.]+s")
+NODE_COUNT = re.compile(r"^(?:#|ℹ)\s*(tests|pass|fail|cancelled|skipped|todo)\s+(\d+)\s*$")
+
+
+@dataclass
+class Outcome:
+    suite: str
+    passed: int = 0
+    failed: int = 0
+    skipped: int = 0
+    problems: list[str] = field(default_factory=list)
+
+
+def run(command: list[str], env: dict | None = None) -> tuple[int, list[str]]:
+    """Run, echoing every line as it comes; return the exit status and the lines."""
+    print(f"$ {' '.join(command)}", flush=True)
+    proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, encoding="utf-8", errors="replace")
+    lines = []
+    for line in proc.stdout:
+        sys.stdout.write(line)
+        sys.stdout.flush()
+        lines.append(line.rstrip("\n"))
+    return proc.wait(), lines
+
+
+def pytest_outcome(code: int, lines: list[str]) -> Outcome:
+    out = Outcome("pytest")
+    summary = next((line for line in reversed(lines) if PYTEST_SUMMARY.match(line.strip())), None)
+    if summary is not None:
+        for number, word in PYTEST_COUNT.findall(summary):
+            n = int(number)
+            if word in ("passed", "xpassed"):
+                out.passed += n
+            elif word in ("failed", "error", "errors"):
+                out.failed += n
+            elif word in ("skipped", "xfailed"):
+                out.skipped += n
+    if code not in (0, 1) or (code == 1 and out.failed == 0):
+        out.problems.append(f"pytest exited with status {code}" + ("" if summary else " and no summary line"))
+    return out
+
+
+def node_outcome(code: int, lines: list[str]) -> Outcome:
+    out = Outcome("browser tests")
+    counts = {}
+    for line in lines:
+        match = NODE_COUNT.match(line.strip())
+        if match:
+            counts[match.group(1)] = int(match.group(2))
+    out.passed = counts.get("pass", 0)
+    out.failed = counts.get("fail", 0) + counts.get("cancelled", 0)
+    out.skipped = counts.get("skipped", 0) + counts.get("todo", 0)
+    if not counts:
+        out.problems.append(f"node --test printed no summary (status {code})")
+    elif code != 0 and out.failed == 0:
+        out.problems.append(f"node --test exited with status {code}")
+    return out
+
+
+def main() -> int:
+    python = str(ROOT / ".venv" / "bin" / "python") if (ROOT / ".venv" / "bin" / "python").exists() else sys.executable
+    outcomes = [pytest_outcome(*run([python, "-m", "pytest", "tests/py", "-q", "-p", "no:cacheprovider"]))]
+    code, _ = run(["make", "--no-print-directory", "typecheck"])
+    typecheck = Outcome("typecheck", problems=[] if code == 0 else [f"typecheck failed (status {code})"])
+    outcomes.append(typecheck)
+    env = dict(os.environ, ONNXPIPE_E2E_DIST=os.environ.get("ONNXPIPE_E2E_DIST", "dist"))
+    outcomes.append(node_outcome(*run(["node", "--test", "--test-reporter=spec", "tests/e2e/"], env=env)))
+
+    print()
+    for o in outcomes:
+        if o.suite != "typecheck":
+            print(f"{o.suite}: {o.passed} passed, {o.failed} failed, {o.skipped} skipped")
+        for problem in o.problems:
+            print(f"{o.suite}: {problem}")
+    passed = sum(o.passed for o in outcomes)
+    failed = sum(o.failed for o in outcomes)
+    skipped = sum(o.skipped for o in outcomes)
+    broken = any(o.problems for o in outcomes)
+    print(f"{passed} passed, {failed} failed, {skipped} skipped")
+    return 1 if failed or broken else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
