@@ -85,10 +85,11 @@ class Agreement:
     split: int | None            # first mismatch, or None
     margin: float | None         # the reference's margin there
 
-    def __str__(self) -> str:
-        if self.split is None:
-            return f"all {self.agreed} tokens equal"
-        return f"{self.agreed} tokens equal, then a near tie (margin {self.margin:.4f}) broken differently"
+    @property
+    def shared_steps(self) -> int:
+        """Steps both runs took from the same ids (the split step included): where their
+        logits can be compared."""
+        return self.agreed + (self.split is not None)
 
 
 def assert_greedy_agrees(got: list[int], want: list[int], want_margins: list[float],
@@ -122,14 +123,14 @@ def max_logit_difference(a, b, top: int | None = None) -> float:
     return float(np.abs(np.take_along_axis(a, idx, -1) - np.take_along_axis(b, idx, -1)).max())
 
 
-def teacher_forced_logits(bundle, prompt_ids: list[int], tokens: list[int], variant: str | None = None,
-                          threads: int | None = None) -> np.ndarray:
+def teacher_forced_logits(bundle, prompt_ids: list[int], tokens: list[int], variant: str | None = None
+                          ) -> np.ndarray:
     """[len(tokens), vocab]: the logits that predicted each of ``tokens``, from ONE fresh prefill of
     prompt + tokens (all but the last) through onnxpipe. Needs a decoder whose logits cover every
     position, as onnxruntime-genai exports and transformers.js folders do."""
     import onnxpipe
 
-    probe = LogitsProbe(threads)
+    probe = LogitsProbe()
     pipe = onnxpipe.load(bundle, backend=probe, variant=variant)
     pipe.generate(input_ids=list(prompt_ids) + list(tokens[:-1]), max_new_tokens=1, do_sample=False)
     full = probe.seen[0].reshape(-1, probe.seen[0].shape[-1])

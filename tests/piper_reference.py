@@ -67,8 +67,8 @@ def reference(text: str, voice: str, data_path: Path | None, id_map: dict[str, l
     return [(s, ids(s, id_map)) for s in sentences(text, voice, data_path)]
 
 
-def duration_margin(model_path: Path, ids: list[int], scales: list[float]) -> float:
-    """How close the voice's frame durations come to a whole frame, for ``ids``: VITS rounds
+def duration_margins(model_path: Path, sentence_ids: list[list[int]], scales: list[float]) -> list[float]:
+    """How close the voice's frame durations come to a whole frame, for each sentence's ids: VITS rounds
     each phoneme's predicted duration up (the graph's one Ceil), so two engines whose kernels
     differ by less than this give the same number of frames, hence of samples. Natively, with
     the Ceil's input added as an output of a copy of the graph."""
@@ -80,7 +80,10 @@ def duration_margin(model_path: Path, ids: list[int], scales: list[float]) -> fl
     (ceil,) = [n for n in model.graph.node if n.op_type == "Ceil"]
     model.graph.output.append(onnx.helper.make_tensor_value_info(ceil.input[0], onnx.TensorProto.FLOAT, None))
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    durations = session.run([ceil.input[0]], {"input": np.array([ids], np.int64),
-                                              "input_lengths": np.array([len(ids)], np.int64),
-                                              "scales": np.array(scales, np.float32)})[0].reshape(-1)
-    return float(np.abs(durations - np.round(durations)).min())
+    out = []
+    for ids in sentence_ids:
+        durations = session.run([ceil.input[0]], {"input": np.array([ids], np.int64),
+                                                  "input_lengths": np.array([len(ids)], np.int64),
+                                                  "scales": np.array(scales, np.float32)})[0].reshape(-1)
+        out.append(float(np.abs(durations - np.round(durations)).min()))
+    return out

@@ -30,7 +30,7 @@ function nativeSpeak(text, controls) {
   const script = `
 import json, sys, onnxpipe
 from pathlib import Path
-from tests.piper_reference import duration_margin
+from tests.piper_reference import duration_margins
 pipe = onnxpipe.load(sys.argv[1])
 controls = json.loads(sys.argv[3])
 r = pipe.speak(sys.argv[2], **controls)
@@ -38,7 +38,7 @@ defaults = {c.name: c.default for c in pipe.controls}
 scales = [controls.get(c, defaults[c]) for c in ("noise_scale", "length_scale", "noise_w")]
 voice = Path(sys.argv[1]) / "en_US-joe-medium.onnx"
 print(json.dumps({"ids": [s.ids for s in r.sentences], "counts": [s.samples for s in r.sentences],
-                  "durationMargins": [duration_margin(voice, s.ids, scales) for s in r.sentences],
+                  "durationMargins": duration_margins(voice, [s.ids for s in r.sentences], scales),
                   "samples": list(r.samples), "sample_rate": r.sample_rate}))`;
   return JSON.parse(execFileSync(python(), ['-c', script, BUNDLE, text, JSON.stringify(controls)],
     { cwd: ROOT, env: PYENV, encoding: 'utf8', maxBuffer: 64 << 20 }));

@@ -120,5 +120,5 @@ def test_variant_greedy_follows_fp32(prompt, fp32):
     assert PROMPTS[prompt] in pipe.text.decode(want)
     got = pipe.generate(input_ids=ids, max_new_tokens=NEW_TOKENS, ignore_eos=True).tokens
     agreed = assert_greedy_agrees(got, want, margins(want_logits), FP16_WEIGHTS, prompt)
-    steps = agreed.agreed + (agreed.split is not None)
+    steps = agreed.shared_steps
     assert max_logit_difference(probe.step_logits()[:steps], want_logits[:steps], top=10) <= FP16_WEIGHTS
