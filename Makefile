@@ -11,12 +11,13 @@ export PYTHONPATH := $(CURDIR)/py:$(CURDIR)
 CHROMIUM := /usr/bin/chromium
 NODE_STAMP := node_modules/.installed
 PORT ?= 8080
+HOST_PAGE_PORT ?= 8081
 export DEBIAN_FRONTEND := noninteractive
 
 .PHONY: demo chat test models fixtures bench setup clean-models web web-deps node-deps typecheck e2e espeak
 
-demo: models web ## build the site and serve the chat demo on http://127.0.0.1:$(PORT)/
-	$(PY) tools/serve.py --port $(PORT)
+demo: models web ## build the site and serve the demo on http://127.0.0.1:$(PORT)/ (+ a site embedding the widget on $(HOST_PAGE_PORT))
+	$(PY) tools/serve.py --port $(PORT) --host-page-port $(HOST_PAGE_PORT)
 
 chat: models ## prepare the demo model and chat with it in the terminal
 	$(PY) -m onnxpipe chat $(SMOLLM2)

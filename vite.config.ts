@@ -11,6 +11,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Connect, Plugin, PreviewServer, ViteDevServer } from 'vite';
 import { defineConfig } from 'vite';
+import { pwaPlugins } from './tools/pwa.ts';
 
 const ROOT = path.dirname(fileURLToPath(import.meta.url));
 const PUBLIC_DIR = path.join(ROOT, 'public');
@@ -77,17 +78,43 @@ function buildPyodideLock(): void {
   execFileSync(python(), [path.join(ROOT, 'tools', 'build_pyodide_lock.py')], { cwd: ROOT, stdio: 'inherit' });
 }
 
-function sendFile(res: import('node:http').ServerResponse, file: string): void {
-  const st = fs.statSync(file);
-  res.statusCode = 200;
-  for (const [k, v] of Object.entries(CROSS_ORIGIN_HEADERS)) res.setHeader(k, v);
-  res.setHeader('Content-Type', MIME[path.extname(file)] ?? 'application/octet-stream');
-  res.setHeader('Content-Length', String(st.size));
-  res.setHeader('Cache-Control', 'no-cache');
-  fs.createReadStream(file).pipe(res);
+/** One `Range: bytes=...` header against a file of ``size`` bytes (single ranges only, as
+ * tools/http_range.py): [first, last] inclusive, null for the whole file, 'unsatisfiable' for 416. */
+function byteRange(header: string | undefined, size: number): [number, number] | null | 'unsatisfiable' {
+  const m = /^bytes=(\d*)-(\d*)$/.exec(header?.trim() ?? '');
+  if (!m || (!m[1] && !m[2])) return null;
+  if (!m[1]) {
+    const suffix = Number(m[2]);
+    return suffix === 0 || size === 0 ? 'unsatisfiable' : [Math.max(0, size - suffix), size - 1];
+  }
+  const first = Number(m[1]);
+  if (m[2] && Number(m[2]) < first) return null;
+  if (first >= size) return 'unsatisfiable';
+  return [first, Math.min(m[2] ? Number(m[2]) : size - 1, size - 1)];
 }
 
-/** Serve a directory under a URL prefix (GET/HEAD only; no listing, no range). */
+function sendFile(res: import('node:http').ServerResponse, file: string, range?: string, head = false): void {
+  const st = fs.statSync(file);
+  for (const [k, v] of Object.entries(CROSS_ORIGIN_HEADERS)) res.setHeader(k, v);
+  res.setHeader('Content-Type', MIME[path.extname(file)] ?? 'application/octet-stream');
+  res.setHeader('Cache-Control', 'no-cache');
+  res.setHeader('Accept-Ranges', 'bytes');   // resumable model downloads (workers/storage/download.ts)
+  const wanted = byteRange(range, st.size);
+  if (wanted === 'unsatisfiable') {
+    res.statusCode = 416;
+    res.setHeader('Content-Range', `bytes */${st.size}`);
+    res.end();
+    return;
+  }
+  const [first, last] = wanted ?? [0, st.size - 1];
+  res.statusCode = wanted ? 206 : 200;
+  if (wanted) res.setHeader('Content-Range', `bytes ${first}-${last}/${st.size}`);
+  res.setHeader('Content-Length', String(Math.max(0, last - first + 1)));
+  if (head || st.size === 0) res.end();
+  else fs.createReadStream(file, { start: first, end: last }).pipe(res);
+}
+
+/** Serve a directory under a URL prefix (GET/HEAD only; no listing; single byte ranges). */
 function serveDir(prefix: string, dir: string | (() => Map<string, string>)): Connect.NextHandleFunction {
   return (req, res, next) => {
     const url = (req.url ?? '').split('?')[0];
@@ -112,15 +139,31 @@ function serveDir(prefix: string, dir: string | (() => Map<string, string>)): Co
       res.end(`not found: ${url}`);
       return;
     }
-    if (req.method === 'HEAD') {
-      const st = fs.statSync(file);
-      for (const [k, v] of Object.entries(CROSS_ORIGIN_HEADERS)) res.setHeader(k, v);
-      res.setHeader('Content-Type', MIME[path.extname(file)] ?? 'application/octet-stream');
-      res.setHeader('Content-Length', String(st.size));
-      res.end();
-      return;
+    sendFile(res, file, req.headers.range, req.method === 'HEAD');
+  };
+}
+
+/** The widget's cross-origin headers, as tools/serve.py sends them (docs/widget.md): widget.js is
+ * a module script other sites load (CORS + CORP), embed.html a frame they show (CORP, and
+ * frame-ancestors from ONNXPIPE_FRAME_ANCESTORS, default `*`). Vite's own `headers` would set
+ * CORP: same-origin on them afterwards, so these values are pinned. */
+function widgetHeaders(): Connect.NextHandleFunction {
+  const ancestors = process.env.ONNXPIPE_FRAME_ANCESTORS ?? '*';
+  const scripts = new Set(['/widget.js', '/src/widget/widget.ts']);   // built, dev
+  return (req, res, next) => {
+    const url = (req.url ?? '').split('?')[0];
+    const pinned: Record<string, string> | null = scripts.has(url)
+      ? { 'access-control-allow-origin': '*', 'cross-origin-resource-policy': 'cross-origin' }
+      : url === '/embed.html'
+        ? { 'content-security-policy': `frame-ancestors ${ancestors}`, 'cross-origin-resource-policy': 'cross-origin' }
+        : null;
+    if (pinned) {
+      const setHeader = res.setHeader.bind(res);
+      res.setHeader = (name: string, value: number | string | readonly string[]) =>
+        setHeader(name, pinned[name.toLowerCase()] ?? value);
+      for (const [k, v] of Object.entries(pinned)) setHeader(k, v);
     }
-    sendFile(res, file);
+    next();
   };
 }
 
@@ -129,6 +172,7 @@ function onnxpipeSite(): Plugin {
   let outDir = path.join(ROOT, 'dist');
   let command: 'build' | 'serve' = 'serve';
   const install = (server: ViteDevServer | PreviewServer, dev: boolean) => {
+    server.middlewares.use(widgetHeaders());
     if (!dev) {
       server.middlewares.use(serveDir('/pyodide/', path.join(outDir, 'pyodide')));
     } else {
@@ -202,7 +246,9 @@ function quietLog(level: string, log: { message: string; plugin?: string }, hand
 export default defineConfig({
   root: path.join(ROOT, 'web'),
   publicDir: PUBLIC_DIR, // dev: /models/... straight from public/models
-  plugins: [onnxpipeSite()],
+  // the manifest and the Workbox service worker (tools/pwa.ts); its sw.js is generated after
+  // onnxpipe-site's writeBundle, so it precaches the Pyodide and espeak-ng files copied there
+  plugins: [onnxpipeSite(), ...pwaPlugins(ROOT)],
   server: {
     host: '127.0.0.1',
     port: 5173,
@@ -232,8 +278,20 @@ export default defineConfig({
     chunkSizeWarningLimit: 4096,
     rollupOptions: {
       onLog: quietLog,
-      // two pages: the chat (index.html) and text to speech (tts.html)
-      input: { main: path.join(ROOT, 'web', 'index.html'), tts: path.join(ROOT, 'web', 'tts.html') },
+      // the chat (index.html), text to speech (tts.html), the widget's frame (embed.html) and
+      // widget.js, the script other sites include (web/src/widget/widget.ts; docs/widget.md)
+      input: {
+        main: path.join(ROOT, 'web', 'index.html'),
+        tts: path.join(ROOT, 'web', 'tts.html'),
+        embed: path.join(ROOT, 'web', 'embed.html'),
+        widget: path.join(ROOT, 'web', 'src', 'widget', 'widget.ts'),
+      },
+      output: {
+        // widget.js at a stable URL at the root (sites link it), the rest content-hashed
+        entryFileNames: (chunk) => (chunk.name === 'widget' ? 'widget.js' : 'assets/[name]-[hash].js'),
+      },
+      // an entry's exports stay as they are (widget.js exports its element classes)
+      preserveEntrySignatures: 'exports-only',
     },
   },
 });

@@ -2,6 +2,7 @@
 
     python tools/serve.py [--port 8080] [--host 127.0.0.1] [--root dist]
                           [--mount /models/=public/models] [--mount /e2e/=tests/e2e/fixtures]
+                          [--frame-ancestors "*"] [--host-page-port 8081]
 
 - every response carries COOP: same-origin, COEP: require-corp, CORP: same-origin
   (cross-origin isolation, so onnxruntime-web can use threads);
@@ -9,6 +10,9 @@
   .onnx/.data application/octet-stream;
 - /models/ is served in place from public/models (hundreds of MB are never copied into dist/);
   more prefixes can be mounted with --mount PREFIX=DIR;
+- widget.js and embed.html carry the widget's cross-origin headers, embed.html a
+  `frame-ancestors` allow-list (`--frame-ancestors`); `--host-page-port` also serves the example
+  host page on a second origin (tools/embed_server.py, docs/widget.md);
 - `--port 0` picks a free port; the first line printed is always `serving http://HOST:PORT/`.
 """
 from __future__ import annotations
@@ -20,6 +24,15 @@ import posixpath
 import sys
 import urllib.parse
 from pathlib import Path
+
+try:
+    from tools.http_range import RangeMixin
+except ImportError:   # run as a script: tools/ is on sys.path, not the repo root
+    from http_range import RangeMixin  # type: ignore[no-redef]
+try:
+    from tools import embed_server
+except ImportError:
+    import embed_server  # type: ignore[no-redef]
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -50,8 +63,8 @@ MIME = {
 }
 
 
-def make_handler(root: Path, mounts: list[tuple[str, Path]], quiet: bool):
-    class Handler(http.server.SimpleHTTPRequestHandler):
+def make_handler(root: Path, mounts: list[tuple[str, Path]], quiet: bool, frame_ancestors: str = "*"):
+    class Handler(RangeMixin, http.server.SimpleHTTPRequestHandler):  # Range: tools/http_range.py
         protocol_version = "HTTP/1.1"  # keep-alive: the page fetches dozens of files
         extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map, **MIME}
 
@@ -74,7 +87,9 @@ def make_handler(root: Path, mounts: list[tuple[str, Path]], quiet: bool):
             return None
 
         def end_headers(self) -> None:
-            for k, v in HEADERS.items():
+            # widget.js and embed.html are used by other sites: tools/embed_server.py
+            url_path = urllib.parse.urlsplit(self.path).path
+            for k, v in {**HEADERS, **embed_server.widget_headers(url_path, frame_ancestors)}.items():
                 self.send_header(k, v)
             self.send_header("Cache-Control", "no-cache")
             super().end_headers()
@@ -105,17 +120,37 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--mount", type=parse_mount, action="append", default=[],
                     help="extra PREFIX=DIR to serve, e.g. /e2e/=tests/e2e/fixtures")
     ap.add_argument("--quiet", action="store_true", help="no request log")
+    ap.add_argument("--frame-ancestors", default="*",
+                    help="sites allowed to embed the widget (embed.html's CSP frame-ancestors), "
+                         "space-separated, e.g. \"https://a.example https://b.example\" (default *: any)")
+    ap.add_argument("--host-page-port", type=int, default=None,
+                    help="also serve the example host page (--host-page-dir) on this port: a second "
+                         "origin that embeds the widget from this one (0: a free port)")
+    ap.add_argument("--host-page-dir", type=Path, default=ROOT / "examples" / "embed",
+                    help="the host page's files (default examples/embed)")
+    ap.add_argument("--host-page-isolated", action="store_true",
+                    help="serve the host page with COOP/COEP, so the widget's frame can use threads")
     args = ap.parse_args(argv)
+    try:
+        frame_ancestors = embed_server.parse_frame_ancestors(args.frame_ancestors)
+    except ValueError as e:
+        ap.error(str(e))
 
     root = args.root.resolve()
     if not (root / "index.html").is_file():
         sys.exit(f"{root}/index.html not found: build the site first (make web)")
     mounts = sorted([("/models/", args.models.resolve()), *args.mount], key=lambda m: -len(m[0]))
-    server = http.server.ThreadingHTTPServer((args.host, args.port), make_handler(root, mounts, args.quiet))
+    server = http.server.ThreadingHTTPServer((args.host, args.port), make_handler(root, mounts, args.quiet, frame_ancestors))
     server.daemon_threads = True
     host, port = server.server_address[:2]
     print(f"serving http://{host}:{port}/", flush=True)
     print(f"  / from {root}; " + "; ".join(f"{p} from {d}" for p, d in mounts), flush=True)
+    if args.host_page_port is not None:
+        host_page = embed_server.serve_host_page(
+            args.host, args.host_page_port, args.host_page_dir.resolve(), embed_server.origin_of(host, port),
+            isolated=args.host_page_isolated, quiet=args.quiet)
+        print(f"host page http://{host}:{host_page.server_address[1]}/ "
+              f"(embeds the widget from http://{host}:{port}/widget.js)", flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

@@ -17,8 +17,9 @@ export function useOrt(module: OrtModule): void {
   ort = module;
 }
 
-/** Bytes of bundle files fetched by the worker, by bundle-relative path. */
-export const files = new Map<string, Uint8Array>();
+/** Bundle files the worker loaded, by bundle-relative path: bytes, or a Blob backed by this
+ * device's storage for weight files (passed to onnxruntime-web as externalData as it is). */
+export const files = new Map<string, Uint8Array | Blob>();
 let cancelRequested = false;
 const templates = new Map<string, Template>();
 const tick = new MessageChannel();
@@ -49,7 +50,7 @@ export function useCancelBuffer(buffer: SharedArrayBuffer | undefined): void {
 }
 
 export const bridge = {
-  getFile(path: string): Uint8Array {
+  getFile(path: string): Uint8Array | Blob {
     const data = files.get(path);
     if (!data) throw new Error(`bundle file "${path}" was not fetched (is it in manifest.json?)`);
     return data;

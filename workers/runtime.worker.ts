@@ -6,7 +6,8 @@ import type * as Ort from 'onnxruntime-web';
 
 import type { ErrorKind, Event, LoadedInfo, Request, SentenceInfo, SpeechResult } from '../web/src/protocol';
 import { bridge, files, setCancel, useCancelBuffer, useOrt } from './bridge';
-import { LoadError, loadBundle } from './bundle-loader';
+import { LoadError, bundleLock, loadBundle, lockFor } from './bundle-loader';
+import { listStored, removeStored } from './storage/catalog';
 
 interface PyFunction {
   callPromising(...args: unknown[]): Promise<string>;
@@ -19,7 +20,8 @@ interface Pyodide {
 }
 
 const post = (event: Event): void => self.postMessage(event);
-let runtime: Promise<{ py: Pyodide; entry: Record<string, PyFunction>; bootMs: number }> | null = null;
+type Runtime = { py: Pyodide; entry: Record<string, PyFunction>; bootMs: number; threads: number };
+let runtime: Promise<Runtime> | null = null;
 let busy = false;
 let sampleRate = 0; // of the loaded speech bundle
 
@@ -36,7 +38,7 @@ async function loadOrt(ep?: string): Promise<typeof Ort> {
   return ep === 'webgpu' ? await import('onnxruntime-web/webgpu') : await import('onnxruntime-web/wasm');
 }
 
-async function boot(threads?: number, ep?: string): Promise<{ py: Pyodide; entry: Record<string, PyFunction>; bootMs: number }> {
+async function boot(requested?: number, ep?: string): Promise<Runtime> {
   const start = performance.now();
   const ort = await loadOrt(ep);
   webgpuBuild = ep === 'webgpu';
@@ -47,10 +49,11 @@ async function boot(threads?: number, ep?: string): Promise<{ py: Pyodide; entry
   };
   const py = await loadPyodide({ indexURL: `${origin}/pyodide/`, lockFileURL: `${origin}/pyodide/pyodide-lock.json` });
   await py.loadPackage('onnxpipe');
-  ort.env.wasm.numThreads = threadCount(threads);
+  const threads = threadCount(requested);
+  ort.env.wasm.numThreads = threads;
   py.registerJsModule('ort', ort);
   py.registerJsModule('onnxpipe_js', bridge);
-  return { py, entry: py.pyimport('onnxpipe.web_entry'), bootMs: performance.now() - start };
+  return { py, entry: py.pyimport('onnxpipe.web_entry'), bootMs: performance.now() - start, threads };
 }
 
 let webgpuBuild = false;
@@ -90,7 +93,7 @@ async function load(request: Extract<Request, { type: 'load' }>): Promise<void> 
   const { id } = request;
   runtime ??= boot(request.threads, request.ep);
   post({ type: 'progress', id, phase: 'boot', file: 'pyodide', loaded: 0, total: 0, percent: 0 });
-  const { py, entry, bootMs } = await runtime;
+  const { py, entry, bootMs, threads } = await runtime;
   useCancelBuffer(request.cancelBuffer);
   const base = new URL(request.bundleUrl.endsWith('/') ? request.bundleUrl : `${request.bundleUrl}/`, self.location.href);
   const warnings: string[] = [];
@@ -103,23 +106,41 @@ async function load(request: Extract<Request, { type: 'load' }>): Promise<void> 
     py.FS.writeFile(target, data);
   };
   files.clear();
-  const fetched = await loadBundle(base, (phase, file, loaded, total) => {
-    post({ type: 'progress', id, phase, file, loaded, total, percent: total ? (100 * loaded) / total : 100 });
-  }, warnings, async (small, large) => {
-    for (const [path, data] of small) write(path, data);
-    for (const path of large) write(path, new Uint8Array(0));   // placeholders: bytes stay in JS
-    const reply = JSON.parse(await entry.files_needed.callPromising(dir, JSON.stringify(options))) as
-      { files?: string[]; error?: { kind: string; message: string } };
-    if (reply.error) throw new PythonError(reply.error.kind, reply.error.message);
-    return new Set(reply.files);
+  // held until the sessions have read the stored files (bundle-loader.ts, bundleLock)
+  await underLock(bundleLock(base), async () => {
+    const fetched = await loadBundle(base, (phase, file, loaded, total) => {
+      post({ type: 'progress', id, phase, file, loaded, total, percent: total ? (100 * loaded) / total : 100 });
+    }, warnings, async (small, large) => {
+      for (const [path, data] of small) write(path, data);
+      for (const path of large) write(path, new Uint8Array(0));   // placeholders: bytes stay in JS
+      const reply = JSON.parse(await entry.files_needed.callPromising(dir, JSON.stringify(options))) as
+        { files?: string[]; error?: { kind: string; message: string } };
+      if (reply.error) throw new PythonError(reply.error.kind, reply.error.message);
+      return new Set(reply.files);
+    });
+    for (const [path, data] of fetched) files.set(path, data);
+    post({ type: 'progress', id, phase: 'session', file: name, loaded: 0, total: 0, percent: 100 });
+    type FromPython = Omit<LoadedInfo, 'bundle' | 'bootMs'>;
+    const info = fromPython<FromPython>(id, await entry.open_bundle.callPromising(dir, JSON.stringify(options)), '');
+    if (info) {
+      sampleRate = info.sampleRate ?? 0;
+      post({ type: 'loaded', id, info: { ...info, bundle: name, warnings: [...warnings, ...info.warnings], bootMs, threads } });
+    }
   });
-  for (const [path, data] of fetched) files.set(path, data);
-  post({ type: 'progress', id, phase: 'session', file: name, loaded: 0, total: 0, percent: 100 });
-  type FromPython = Omit<LoadedInfo, 'bundle' | 'bootMs'>;
-  const info = fromPython<FromPython>(id, await entry.open_bundle.callPromising(dir, JSON.stringify(options)), '');
-  if (info) {
-    sampleRate = info.sampleRate ?? 0;
-    post({ type: 'loaded', id, info: { ...info, bundle: name, warnings: [...warnings, ...info.warnings], bootMs } });
+}
+
+/** Run ``fn`` holding the Web Lock ``name``. A frame the browser gives no storage (third-party
+ * storage blocked) has no Web Locks either: then it runs unlocked (nothing is stored to guard). */
+async function underLock(name: string, fn: () => Promise<void>): Promise<void> {
+  let ran = false;
+  try {
+    await navigator.locks.request(name, () => {
+      ran = true;
+      return fn();
+    });
+  } catch (error) {
+    if (ran || !(error instanceof DOMException && error.name === 'SecurityError')) throw error;
+    await fn();   // BundleStore.open warns that nothing is stored
   }
 }
 
@@ -167,8 +188,28 @@ async function speak(request: Extract<Request, { type: 'speak' }>): Promise<void
   if (result) self.postMessage({ type: 'spoken', id, result, wav } satisfies Event, [wav.buffer as ArrayBuffer]);
 }
 
+/** List or remove stored bundles. A bundle being loaded (its files open for writing, here or
+ * in another tab) is not removed; a loaded one may be: its sessions already hold the weights. */
+async function storage(request: Extract<Request, { type: 'storage' }>): Promise<void> {
+  if (request.op === 'remove') {
+    const key = request.key;
+    const removed = await navigator.locks.request(lockFor(key), { ifAvailable: true }, async (lock) => {
+      if (lock) await removeStored(key);
+      return lock !== null;
+    });
+    if (!removed) {
+      post({ type: 'error', id: request.id, kind: 'input', message: `"${decodeURIComponent(key)}" is loading (in this or another tab): remove it once the load has finished` });
+      return;
+    }
+  }
+  post({ type: 'stored', id: request.id, bundles: await listStored() });
+}
+
 async function handle(request: Request): Promise<void> {
   switch (request.type) {
+    case 'storage':
+      await storage(request);
+      return;
     case 'cancel':
       setCancel(true);
       post({ type: 'cancelled', id: request.id });

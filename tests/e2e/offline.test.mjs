@@ -1,6 +1,7 @@
-// A second visit loads the model from the Cache API: one persistent Chromium profile, first
-// visit fetches the bundle, second visit has every /models/ request aborted and must still
-// load and generate the same tokens (bundle-loader.ts: cached manifest + cached files).
+// A second visit loads the model from this device's storage (OPFS, workers/storage/): one
+// persistent Chromium profile, first visit fetches the bundle, second visit has every /models/
+// request aborted and must still load and generate the same tokens (stored manifest + files,
+// progress phase 'cache' = read from storage). tests/e2e/storage.test.mjs covers fresh profiles.
 // A third visit with the server stopped works too (HTTP cache for the site, see below).
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -61,35 +62,35 @@ async function visit(block = () => false) {
   }
 }
 
-test('first visit fetches the bundle and caches it', { timeout: TIMEOUTS.file }, async (t) => {
+test('first visit fetches the bundle and stores it', { timeout: TIMEOUTS.file }, async (t) => {
   if (!have) return t.skip(`tests/fixtures/.cache/${NAME} missing: run make fixtures`);
   first = await visit();
   const fetched = new Set(first.loaded.progress.filter((p) => p.phase === 'fetch').map((p) => p.file));
   assert.deepEqual([...fetched].sort(), manifestFiles().sort(), 'every manifest file downloaded');
-  assert.deepEqual(first.loaded.info.warnings, [], 'no cache (quota) warnings');
+  assert.deepEqual(first.loaded.info.warnings, [], 'no storage (quota) warnings');
   assert.deepEqual(first.run.result.tokens, expected.greedy_tokens.slice(0, 16));
   assert.deepEqual(first.offsite, []);
 });
 
-test('second visit with /models/ unreachable loads from the Cache API', { timeout: TIMEOUTS.file }, async (t) => {
+test('second visit with /models/ unreachable loads from device storage', { timeout: TIMEOUTS.file }, async (t) => {
   if (!have || !first) return t.skip('needs the first visit');
   const second = await visit((url) => new URL(url).pathname.startsWith('/models/'));
   const phases = second.loaded.progress.filter((p) => p.file && p.phase !== 'session' && p.phase !== 'boot');
   assert.ok(!phases.some((p) => p.phase === 'fetch'), `files fetched over the network: ${JSON.stringify(phases.filter((p) => p.phase === 'fetch'))}`);
   assert.deepEqual([...new Set(phases.filter((p) => p.phase === 'cache').map((p) => p.file))].sort(), manifestFiles().sort(),
-    'every manifest file came from the cache');
+    'every manifest file came from storage');
   const modelRequests = second.served.filter((u) => new URL(u).pathname.startsWith('/models/'));
   assert.deepEqual(modelRequests, [], 'no /models/ request was answered by the network');
-  // manifest.json is asked for first (no-cache, to see updates) and falls back to the cached copy
+  // manifest.json is asked for first (no-cache, to see updates) and falls back to the stored copy
   const bundleTried = second.blocked.filter((u) => new URL(u).pathname.startsWith(`/models/${NAME}/`));
   assert.ok(bundleTried.every((u) => new URL(u).pathname === `/models/${NAME}/manifest.json`),
     `only manifest.json may be tried: ${second.blocked.join(', ')}`);
-  assert.deepEqual(second.run.result.tokens, first.run.result.tokens, 'same tokens from the cached bundle');
+  assert.deepEqual(second.run.result.tokens, first.run.result.tokens, 'same tokens from the stored bundle');
   assert.deepEqual(second.offsite, []);
-  console.log(`# offline: ${manifestFiles().length} files from the Cache API; tried on the network: ${bundleTried.map((u) => new URL(u).pathname).join(', ') || 'nothing'}`);
+  console.log(`# offline: ${manifestFiles().length} files from OPFS; tried on the network: ${bundleTried.map((u) => new URL(u).pathname).join(', ') || 'nothing'}`);
 });
 
-// With the server stopped: the model comes from the Cache API; the page, /assets/ and /pyodide/
+// With the server stopped: the model comes from OPFS; the page, /assets/ and /pyodide/
 // come from Chromium's HTTP cache, which answers with its stored copy when revalidation cannot
 // reach the server (measured here; a service worker would make this deliberate, not a browser habit).
 test('third visit with the server stopped works from the caches', { timeout: TIMEOUTS.file }, async (t) => {

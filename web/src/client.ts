@@ -2,7 +2,7 @@
 
 import type {
   ChatMessage, Event, ExecutionProvider, GenerationResult, LoadedInfo, Request, SearchOptions, SentenceInfo,
-  SpeechResult, TensorInput,
+  SpeechResult, StoredBundle, TensorInput,
 } from './protocol';
 
 export class RuntimeError extends Error {
@@ -55,6 +55,7 @@ export class RuntimeClient {
   private readonly pending = new Map<number, Pending>();
   private generating: number | null = null;
   private loads = 0;
+  private readonly loadedListeners = new Set<() => void>();
   // where cross-origin isolated, cancel is also written here, so the worker sees it at once
   private readonly cancelFlag = self.crossOriginIsolated ? new Int32Array(new SharedArrayBuffer(4)) : null;
 
@@ -93,6 +94,7 @@ export class RuntimeClient {
       case 'loaded':
         this.pending.delete(event.id);
         pending.resolve(event.info);
+        for (const listener of this.loadedListeners) listener();
         return;
       case 'done':
         this.pending.delete(event.id);
@@ -101,6 +103,10 @@ export class RuntimeClient {
       case 'spoken':
         this.pending.delete(event.id);
         pending.resolve({ result: event.result, wav: event.wav });
+        return;
+      case 'stored':
+        this.pending.delete(event.id);
+        pending.resolve(event.bundles);
         return;
       case 'cancelled':
       case 'disposed':
@@ -175,6 +181,23 @@ export class RuntimeClient {
   cancel(): Promise<void> {
     if (this.cancelFlag) Atomics.store(this.cancelFlag, 0, 1);
     return this.send<void>({ type: 'cancel', id: this.nextId++ });
+  }
+
+  /** Run ``listener`` after each successful load (it may have stored files); returns an unsubscribe. */
+  onLoaded(listener: () => void): () => void {
+    this.loadedListeners.add(listener);
+    return () => this.loadedListeners.delete(listener);
+  }
+
+  /** Bundles stored on this device (sizes in bytes). */
+  storedBundles(): Promise<StoredBundle[]> {
+    return this.send<StoredBundle[]>({ type: 'storage', id: this.nextId++, op: 'list' });
+  }
+
+  /** Remove a stored bundle (by its ``key``); resolves with what is left. A loaded bundle
+   * keeps running; one whose load is still running is refused (an 'input' error). */
+  removeStored(key: string): Promise<StoredBundle[]> {
+    return this.send<StoredBundle[]>({ type: 'storage', id: this.nextId++, op: 'remove', key });
   }
 
   dispose(): Promise<void> {

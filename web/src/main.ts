@@ -3,6 +3,7 @@
 import './styles.css';
 import { RuntimeClient } from './client';
 import { enableOffline } from './offline';
+import { mountBuildFooter } from './app/build-info';
 import { listBundles } from './chat/bundles';
 import { Composer } from './chat/composer';
 import { ChatController, type ChatView } from './chat/controller';
@@ -14,6 +15,7 @@ import { MessageList } from './chat/messages';
 import { SamplingControls } from './chat/sampling';
 import { initialState, type ChatState } from './chat/state';
 import { StatsLine } from './chat/stats';
+import { mountStoragePanel } from './storage/panel';
 
 declare global {
   interface Window {
@@ -53,10 +55,11 @@ function start(): void {
   const mount = document.getElementById('app') ?? document.body.appendChild(el('div', { id: 'app' }));
   mount.replaceChildren(view.root);
 
-  // the runtime worker starts once the service worker (if any) controls the page, so its
-  // downloads are kept for offline use
+  // the service worker precaches the site by itself: the runtime worker need not wait for it
+  enableOffline();
+  mountBuildFooter();
   const bundles = listBundles();
-  void enableOffline().then(async () => {
+  void (async () => {
     let client: RuntimeClient | null = null;
     try {
       client = new RuntimeClient();
@@ -67,9 +70,10 @@ function start(): void {
       view.loader.setBusy(true, false);
     }
     window.__onnxpipe = { client, state, controller };
+    if (client) mountStoragePanel(view.root.querySelector('aside.side') ?? view.root, client);
     view.loader.setBundles(await bundles);
     if (controller) controller.setStatus(state.status);
-  });
+  })();
 }
 
 start();

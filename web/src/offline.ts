@@ -1,24 +1,26 @@
-// Offline use: a service worker keeps the site's own files; the runtime worker keeps models.
+// Offline use and updates: the service worker Workbox generates at build time (tools/pwa.ts)
+// precaches the whole site, so a page opens offline once it was visited. A new build never
+// takes over silently: it waits until the user presses Reload in the update prompt.
+import { registerSW } from 'virtual:pwa-register';
+import { UpdatePrompt } from './app/update-prompt';
 
-/** Register /sw.js and wait (briefly) until it controls the page, so the runtime worker's
- * Pyodide and onnxruntime-web downloads are kept too. Never throws: offline is a bonus. */
-export async function enableOffline(timeoutMs = 3000): Promise<void> {
+// a tab left open for days still hears of a new build
+const UPDATE_CHECK_MS = 60 * 60 * 1000;
+
+/**
+ * Register /sw.js (build only; the dev server has none) and show the update prompt when a new
+ * build's worker is waiting. Never throws: offline is a bonus. Nothing needs to wait for the
+ * worker: it precaches every file itself at install, whatever the page fetched meanwhile.
+ */
+export function enableOffline(): void {
   if (!('serviceWorker' in navigator) || import.meta.env.DEV) return;
-  try {
-    await navigator.serviceWorker.register('/sw.js');
-    await navigator.serviceWorker.ready;
-    if (!navigator.serviceWorker.controller) {
-      await new Promise<void>((resolve) => {
-        navigator.serviceWorker.addEventListener('controllerchange', () => resolve(), { once: true });
-        setTimeout(resolve, timeoutMs);
-      });
-    }
-    // both pages (chat and speech), so either opens offline after a visit to the other
-    const pages = ['./', 'tts.html'].map((page) => new URL(page, document.baseURI).href);
-    const urls = [location.href, ...pages, ...performance.getEntriesByType('resource').map((entry) => entry.name)]
-      .filter((url) => new URL(url).origin === location.origin && !new URL(url).pathname.startsWith('/models/'));
-    navigator.serviceWorker.controller?.postMessage({ type: 'cache-urls', urls });
-  } catch (error) {
-    console.warn('onnxpipe: offline support unavailable:', error);
-  }
+  const prompt = new UpdatePrompt();
+  // update() sends SKIP_WAITING; registerSW reloads the page once the new worker controls it
+  const update = registerSW({
+    onNeedRefresh: () => prompt.show(() => update()),
+    onRegisteredSW: (_url, registration) => {
+      if (registration) setInterval(() => void registration.update().catch(() => undefined), UPDATE_CHECK_MS);
+    },
+    onRegisterError: (error: unknown) => console.warn('onnxpipe: offline support unavailable:', error),
+  });
 }

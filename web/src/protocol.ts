@@ -52,7 +52,10 @@ export type Request =
       inputs?: Record<string, TensorInput>; // other pipeline inputs (e.g. a reference voice's audio_values)
     }
   | { type: 'cancel'; id: number }
-  | { type: 'dispose'; id: number };
+  | { type: 'dispose'; id: number }
+  // models kept on this device (workers/storage/): list them, or remove one (answered by 'stored')
+  | { type: 'storage'; id: number; op: 'list' }
+  | { type: 'storage'; id: number; op: 'remove'; key: string };
 
 export type ErrorKind =
   | 'config' | 'bundle' | 'input' | 'engine' | 'quota' | 'network' | 'integrity' | 'text' | 'internal';
@@ -81,6 +84,7 @@ export interface LoadedInfo {
   structure: string;
   hasChatTemplate: boolean;
   bootMs: number;
+  threads: number; // WASM threads the runtime was started with (fixed by a worker's first load)
   loadMs: number; // includes warmUpMs
   warmUpMs: number; // speech bundles: one short word spoken at load so the first Speak is fast
 }
@@ -115,6 +119,15 @@ export interface SpeechResult {
   warnings: string[]; // e.g. characters the phoneme map does not know (dropped)
 }
 
+/** A bundle stored on this device (workers/storage/catalog.ts). */
+export interface StoredBundle {
+  key: string; // its storage folder: pass it to remove
+  url: string; // the bundle's base URL
+  name: string; // its last path segment
+  bytes: number; // everything stored for it, partial downloads included
+  files: number; // files downloaded and verified
+}
+
 export type Event =
   | {
       type: 'progress';
@@ -140,4 +153,5 @@ export type Event =
   | { type: 'spoken'; id: number; result: SpeechResult; wav: Uint8Array } // 16-bit PCM WAV of all of it
   | { type: 'cancelled'; id: number }
   | { type: 'disposed'; id: number }
+  | { type: 'stored'; id: number; bundles: StoredBundle[] } // after a storage request
   | { type: 'error'; id: number; kind: ErrorKind; message: string };

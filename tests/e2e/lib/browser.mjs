@@ -95,7 +95,17 @@ export async function startServer({ root = siteDir(), models, mounts = {} } = {}
   return { url, port: Number(new URL(url).port), proc, stop };
 }
 
-export function isLocal(url) {
+/** Host-name patterns that `--host-resolver-rules=MAP <pattern> 127.0.0.1` in ``args`` sends to
+ * 127.0.0.1 (e.g. `*.test`, so tests get distinct sites): requests to them stay local too. */
+export function namesMappedToLoopback(args = []) {
+  const rules = args.filter((a) => a.startsWith('--host-resolver-rules=')).flatMap((a) => a.slice(22).split(','));
+  return rules
+    .map((rule) => /^\s*MAP\s+(\S+)\s+127\.0\.0\.1\s*$/.exec(rule)?.[1])
+    .filter(Boolean)
+    .map((pattern) => new RegExp(`^${pattern.replace(/[.]/g, '\\.').replace(/\*/g, '[a-z0-9-]+')}$`, 'i'));
+}
+
+export function isLocal(url, mapped = []) {
   let u;
   try {
     u = new URL(url);
@@ -103,7 +113,7 @@ export function isLocal(url) {
     return false;
   }
   if (u.protocol === 'data:' || u.protocol === 'blob:' || u.protocol === 'about:') return true;
-  return u.hostname === '127.0.0.1';
+  return u.hostname === '127.0.0.1' || mapped.some((re) => re.test(u.hostname));
 }
 
 /**
@@ -120,30 +130,30 @@ export async function launchBrowser({ args = [], contextOptions = {} } = {}) {
     env: { ...process.env, TMPDIR: os.tmpdir() },
   });
   const context = await browser.newContext(contextOptions);
-  return { browser, context, ...(await guardContext(context)) };
+  return { browser, context, ...(await guardContext(context, namesMappedToLoopback(args))) };
 }
 
 /**
  * Abort (and record in `offsite`) every request of `context` not to 127.0.0.1; gather
  * page/worker console lines in `logs`. Used by launchBrowser and launchPersistent.
  */
-export async function guardContext(context) {
+export async function guardContext(context, mapped = []) {
   const offsite = [];
   const logs = [];
   await context.route('**/*', (route) => {
     const url = route.request().url();
-    if (isLocal(url)) return route.continue();
+    if (isLocal(url, mapped)) return route.continue();
     if (!offsite.includes(url)) offsite.push(url);
     return route.abort('blockedbyclient');
   });
   context.on('request', (req) => {
-    if (!isLocal(req.url()) && !offsite.includes(req.url())) offsite.push(req.url());
+    if (!isLocal(req.url(), mapped) && !offsite.includes(req.url())) offsite.push(req.url());
   });
   const watch = (page) => {
     page.on('console', (msg) => logs.push(`[page ${msg.type()}] ${msg.text()}`));
     page.on('pageerror', (err) => logs.push(`[page error] ${err.message}`));
     page.on('websocket', (ws) => {
-      if (!isLocal(ws.url())) offsite.push(ws.url());
+      if (!isLocal(ws.url(), mapped)) offsite.push(ws.url());
     });
     page.on('worker', (w) => logs.push(`[worker] ${w.url()}`));
   };
@@ -165,5 +175,5 @@ export async function launchPersistent(userDataDir, { args = [], contextOptions 
     env: { ...process.env, TMPDIR: os.tmpdir() },
     ...contextOptions,
   });
-  return { context, ...(await guardContext(context)) };
+  return { context, ...(await guardContext(context, namesMappedToLoopback(args))) };
 }

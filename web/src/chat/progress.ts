@@ -18,7 +18,7 @@ interface Row {
 const PHASE_LABEL: Record<ProgressEvent['phase'], string> = {
   boot: 'starting runtime',
   fetch: 'downloading',
-  cache: 'from cache',
+  cache: 'from this device',
   verify: 'verifying',
   session: 'opening session',
 };

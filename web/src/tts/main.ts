@@ -3,6 +3,7 @@
 import '../styles.css';
 import { RuntimeClient } from '../client';
 import { enableOffline } from '../offline';
+import { mountBuildFooter } from '../app/build-info';
 import { el } from '../chat/dom';
 import { ErrorBanner } from '../chat/error-banner';
 import { describeError } from '../chat/format';
@@ -17,6 +18,7 @@ import { SpeechStats } from './stats';
 import { StatusLine } from './status';
 import { listVoices } from './voices';
 import { Waveform } from './waveform';
+import { mountStoragePanel } from '../storage/panel';
 
 declare global {
   interface Window {
@@ -59,9 +61,11 @@ function start(): void {
   const mount = document.getElementById('app') ?? document.body.appendChild(el('div', { id: 'app' }));
   mount.replaceChildren(view.root);
 
-  // as on the chat page: the worker starts once the service worker controls the page
+  // the service worker precaches the site by itself: the runtime worker need not wait for it
+  enableOffline();
+  mountBuildFooter();
   const voices = listVoices();
-  void enableOffline().then(async () => {
+  void (async () => {
     let client: RuntimeClient | null = null;
     try {
       client = new RuntimeClient();
@@ -72,9 +76,10 @@ function start(): void {
       view.loader.setBusy(true, false);
     }
     window.__onnxpipeTts = { client, state, controller };
+    if (client) mountStoragePanel(view.root.querySelector('aside.side') ?? view.root, client);
     view.loader.setBundles(await voices);
     if (controller) controller.setStatus(state.status);
-  });
+  })();
 }
 
 start();

@@ -1,0 +1,82 @@
+// "Storage on this device": usage and quota, whether storage is persistent, and each stored
+// bundle with its size and a remove button. The worker does the listing and removing (it
+// owns the files; see RuntimeClient.removeStored), the page asks for persistence.
+
+import type { RuntimeClient } from '../client';
+import { el } from '../chat/dom';
+import { formatBytes } from '../chat/format';
+import type { StoredBundle } from '../protocol';
+import { askPersistent, deviceStorage } from './device';
+import './panel.css';
+
+export class StoragePanel {
+  readonly root: HTMLElement;
+  private readonly usage = el('p', { class: 'storage-usage', 'data-testid': 'storage-usage' });
+  private readonly persistent = el('p', { class: 'storage-persistent', 'data-testid': 'storage-persistent' });
+  private readonly list = el('ul', { class: 'storage-list', 'data-testid': 'storage-list' });
+  private readonly message = el('p', { class: 'storage-message', 'data-testid': 'storage-message', hidden: true });
+  private refreshing: Promise<void> = Promise.resolve();
+
+  constructor(private readonly client: RuntimeClient) {
+    this.root = el('section', { class: 'storage-panel', 'data-testid': 'storage-panel', 'aria-label': 'Storage on this device' },
+      el('h2', { text: 'Storage on this device' }), this.usage, this.persistent, this.list, this.message);
+    client.onLoaded(() => void this.refresh());
+  }
+
+  /** Re-read the stored bundles and the estimate; resolves when the panel shows them. */
+  refresh(): Promise<void> {
+    this.refreshing = this.refreshing.then(() => this.render()).catch((e: unknown) => this.say(`Could not read this device's storage: ${String(e)}`));
+    return this.refreshing;
+  }
+
+  private async render(): Promise<void> {
+    const bundles = await this.client.storedBundles();
+    // a stored model is worth keeping: ask once that the browser not evict it
+    if (bundles.length) await askPersistent();
+    const device = await deviceStorage();
+    this.usage.textContent = `${formatBytes(device.usage)} used of ${formatBytes(device.quota)} available to this site`;
+    this.usage.dataset.usage = String(device.usage);
+    this.usage.dataset.quota = String(device.quota);
+    this.persistent.textContent = device.persisted
+      ? 'Persistent: the browser keeps these files until you remove them.'
+      : 'Not persistent: the browser may clear these files when the device runs low on space.';
+    this.persistent.dataset.persisted = String(device.persisted);
+    this.list.replaceChildren(...bundles.map((b) => this.row(b)));
+    if (!bundles.length) this.list.append(el('li', { class: 'storage-empty', 'data-testid': 'storage-empty', text: 'No models stored yet.' }));
+    this.root.dataset.state = 'ready';
+  }
+
+  private row(bundle: StoredBundle): HTMLElement {
+    const remove = el('button', { type: 'button', class: 'storage-remove', 'data-testid': 'storage-remove', text: 'Remove from this device' });
+    remove.addEventListener('click', () => void this.remove(bundle, remove));
+    return el('li', { class: 'storage-bundle', 'data-testid': 'storage-bundle', 'data-key': bundle.key, 'data-bytes': bundle.bytes, title: bundle.url },
+      el('span', { class: 'storage-name', text: bundle.name }),
+      el('span', { class: 'storage-size', 'data-testid': 'storage-size', text: formatBytes(bundle.bytes) }),
+      remove);
+  }
+
+  private async remove(bundle: StoredBundle, button: HTMLButtonElement): Promise<void> {
+    button.disabled = true;
+    this.root.dataset.state = 'removing';
+    try {
+      await this.client.removeStored(bundle.key);
+      this.say(`Removed ${bundle.name} (${formatBytes(bundle.bytes)}) from this device.`);
+    } catch (e) {
+      this.say(`Could not remove ${bundle.name}: ${e instanceof Error ? e.message : String(e)}`);
+    }
+    await this.refresh();
+  }
+
+  private say(text: string): void {
+    this.message.textContent = text;
+    this.message.hidden = false;
+  }
+}
+
+/** Add the panel to ``container`` and fill it. */
+export function mountStoragePanel(container: Element, client: RuntimeClient): StoragePanel {
+  const panel = new StoragePanel(client);
+  container.append(panel.root);
+  void panel.refresh();
+  return panel;
+}
