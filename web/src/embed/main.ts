@@ -4,7 +4,7 @@
 // only from its parent window on the parent's origin and answers only there.
 
 import { RuntimeClient, RuntimeError } from '../client';
-import type { FrameMessage, HostMessage, WidgetKind } from '../widget/protocol';
+import type { FrameMessage, HostMessage, Untagged, WidgetKind } from '../widget/protocol';
 import { TAG, fromParent } from './messages';
 import { EmbedError, parentOrigin } from './parent';
 import { widgetThreads } from './threads';
@@ -18,8 +18,6 @@ interface EmbedStats {
 }
 const stats: EmbedStats = { parentOrigin: null, accepted: 0, rejected: 0, runtimeRequests: 0 };
 (window as unknown as { __onnxpipeEmbed: EmbedStats }).__onnxpipeEmbed = stats;
-
-type Untagged<T> = T extends unknown ? Omit<T, 'onnxpipe'> : never;
 
 function start(): void {
   const status = document.getElementById('embed-status');

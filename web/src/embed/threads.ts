@@ -6,7 +6,7 @@
  * is half the cores, at least 2 and at most 4: the widget shares the machine with the page
  * that embeds it; 2 threads made SmolLM2 34 vs 21-28 tokens/s and the Piper voice well above
  * real time on 2 cores, while more threads than cores made things slower
- * (/work/shared/design/BROWSER-FACTS.md). A `threads` attribute overrides it, still capped at
+ * (BROWSER-FACTS.md in the design notes). A `threads` attribute overrides it, still capped at
  * the core count (the runtime worker caps it the same way: workers/runtime.worker.ts).
  */
 export function widgetThreads(requested: number | null, isolated = self.crossOriginIsolated, cores = navigator.hardwareConcurrency || 1): number {

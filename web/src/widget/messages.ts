@@ -1,7 +1,7 @@
 // The element's side of the protocol checks (web/src/widget/protocol.ts): only messages from
 // its own frame's window and the onnxpipe origin, well-formed, are let through.
 
-import type { FrameMessage, HostMessage, ProtocolTag } from './protocol';
+import type { FrameMessage, HostMessage, ProtocolTag, Untagged } from './protocol';
 
 export const TAG: ProtocolTag = 'onnxpipe-widget/1';
 
@@ -17,6 +17,5 @@ export function fromFrame(event: MessageEvent, frame: Window | null, origin: str
   return data as FrameMessage;
 }
 
-/** Distributes a request over HostMessage's union members, adding the version tag. */
-type Untagged<T> = T extends unknown ? Omit<T, 'onnxpipe'> : never;
+/** A request with the version tag added. */
 export const tagged = (message: Untagged<HostMessage>): HostMessage => ({ ...message, onnxpipe: TAG }) as HostMessage;

@@ -13,6 +13,9 @@ import type { LoadedInfo, SpeechResult } from '../protocol';
 /** Version tag in every message: a frame and an element of different builds refuse each other. */
 export type ProtocolTag = 'onnxpipe-widget/1';
 
+/** A message before its version tag is added (distributes over a union's members). */
+export type Untagged<T> = T extends unknown ? Omit<T, 'onnxpipe'> : never;
+
 /** Which element a frame serves; the frame refuses requests of the other kind. */
 export type WidgetKind = 'chat' | 'speak';
 
