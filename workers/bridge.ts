@@ -24,6 +24,9 @@ let cancelRequested = false;
 const templates = new Map<string, Template>();
 const tick = new MessageChannel();
 
+/** Typed data for a tensor from Python. float16 values arrive as half bits (Python rounds
+ * them; JavaScript can't without Float16Array): a Uint16Array, which onnxruntime-web takes as
+ * 'float16' data whether or not the engine has Float16Array. */
 function typed(dtype: Dtype, values: ArrayLike<number>): Ort.Tensor['data'] {
   switch (dtype) {
     case 'int64': return BigInt64Array.from(values as ArrayLike<number>, (v) => BigInt(v));
@@ -31,9 +34,19 @@ function typed(dtype: Dtype, values: ArrayLike<number>): Ort.Tensor['data'] {
     case 'int8': return Int8Array.from(values);
     case 'uint8': return Uint8Array.from(values);
     case 'bool': return Uint8Array.from(values);
-    case 'float16': throw new Error('float16 tensors from Python are not supported');
+    case 'float16': return Uint16Array.from(values);
     default: return Float32Array.from(values);
   }
+}
+
+/** The bytes under float16 data: a Uint16Array of bits, or a Float16Array where the engine has
+ * one (onnxruntime-web then returns that); both hold the same 2-byte IEEE halves. */
+function halfBytes(data: Ort.Tensor['data']): Uint8Array {
+  const view = data as unknown as ArrayBufferView;
+  if (!ArrayBuffer.isView(view) || (view as unknown as { BYTES_PER_ELEMENT: number }).BYTES_PER_ELEMENT !== 2) {
+    throw new Error('expected float16 tensor data (Uint16Array or Float16Array)');
+  }
+  return new Uint8Array(view.buffer, view.byteOffset, view.byteLength);
 }
 
 let cancelShared: Int32Array | null = null;
@@ -58,6 +71,18 @@ export const bridge = {
   hasFile(path: string): boolean {
     return files.has(path);
   },
+  fileSize(path: string): number {
+    const data = bridge.getFile(path);
+    return data instanceof Blob ? data.size : data.byteLength;
+  },
+  /** ``length`` bytes at ``offset`` of a bundle file, for py/onnxpipe/onnx_info's graph reader:
+   * a copy of just that range (a Blob is read asynchronously, so then a Promise). */
+  readRange(path: string, offset: number, length: number): Uint8Array | Promise<Uint8Array> {
+    const data = bridge.getFile(path);
+    const end = Math.min(offset + length, data instanceof Blob ? data.size : data.byteLength);
+    if (data instanceof Blob) return data.slice(offset, end).arrayBuffer().then((b) => new Uint8Array(b));
+    return data.subarray(offset, end);
+  },
   tensor(dtype: Dtype, values: number[], dims: number[]): Ort.Tensor {
     return new ort.Tensor(dtype, typed(dtype, values), dims);
   },
@@ -75,6 +100,13 @@ export const bridge = {
   float32Bytes(tensor: Ort.Tensor): Uint8Array {
     const data = tensor.data instanceof Float32Array ? tensor.data : Float32Array.from(tensor.data as ArrayLike<number>);
     return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+  },
+  /** A float16 tensor's raw half bits as bytes (Python unpacks them with struct 'e'). */
+  halfBytes(tensor: Ort.Tensor): Uint8Array {
+    return halfBytes(tensor.data);
+  },
+  async downloadHalfBytes(tensor: Ort.Tensor): Promise<Uint8Array> {
+    return halfBytes(await tensor.getData());
   },
   async download(tensor: Ort.Tensor): Promise<number[]> {
     const data = await tensor.getData();

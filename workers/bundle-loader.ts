@@ -9,7 +9,8 @@ import { BundleStore, type StoreProgress } from './storage/store';
 export { LoadError };
 export type { Manifest, ManifestFile } from './storage/bundle-index';
 
-const LARGE = /\.(onnx|data|bin|onnx_data)$/i;
+// weights and graphs; Optimum splits large weights into model.onnx_data, model.onnx_data_1, ...
+const LARGE = /\.(onnx|data|bin|onnx_data(_\d+)?)$/i;
 
 /** Per-file progress: bytes of ``file`` so far and its size. */
 export type Progress = StoreProgress;

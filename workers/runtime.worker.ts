@@ -99,7 +99,7 @@ async function load(request: Extract<Request, { type: 'load' }>): Promise<void> 
   const warnings: string[] = [];
   const name = base.pathname.split('/').filter(Boolean).pop() ?? 'bundle';
   const dir = `/bundles/${name}`;
-  const options = { ep: request.ep, variant: request.variant, available: await availableProviders() };
+  const options = { ep: request.ep, variant: request.variant, dtype: request.dtype, available: await availableProviders() };
   const write = (path: string, data: Uint8Array): void => {
     const target = `${dir}/${path}`;
     py.FS.mkdirTree(target.slice(0, target.lastIndexOf('/')));
@@ -120,11 +120,15 @@ async function load(request: Extract<Request, { type: 'load' }>): Promise<void> 
     });
     for (const [path, data] of fetched) files.set(path, data);
     post({ type: 'progress', id, phase: 'session', file: name, loaded: 0, total: 0, percent: 100 });
-    type FromPython = Omit<LoadedInfo, 'bundle' | 'bootMs'>;
+    // dtype/dtypes are absent for bundles without a precision choice
+    type FromPython = Omit<LoadedInfo, 'bundle' | 'bootMs' | 'dtype' | 'dtypes'> & Partial<Pick<LoadedInfo, 'dtype' | 'dtypes'>>;
     const info = fromPython<FromPython>(id, await entry.open_bundle.callPromising(dir, JSON.stringify(options)), '');
     if (info) {
       sampleRate = info.sampleRate ?? 0;
-      post({ type: 'loaded', id, info: { ...info, bundle: name, warnings: [...warnings, ...info.warnings], bootMs, threads } });
+      post({ type: 'loaded', id, info: {
+        ...info, bundle: name, warnings: [...warnings, ...info.warnings], bootMs, threads,
+        dtype: info.dtype ?? null, dtypes: info.dtypes ?? [],
+      } });
     }
   });
 }

@@ -1,4 +1,4 @@
-"""``onnxpipe run | chat | tts | validate | inspect`` (also ``python -m onnxpipe``)."""
+"""``onnxpipe run | chat | tts | validate | inspect | convert`` (also ``python -m onnxpipe``)."""
 
 from __future__ import annotations
 
@@ -34,6 +34,12 @@ def _search_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--provider", action="append", default=None,
                    help="execution provider (repeatable, in order of preference)")
     p.add_argument("--variant", help="open the files the bundle made for this provider (e.g. wasm)")
+    _dtype_arg(p)
+
+
+def _dtype_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dtype", help="precision of a transformers.js folder: fp32, fp16, q8, int8, uint8, "
+                   "q4, q4f16, bnb4 (default: the one that suits each execution provider)")
 
 
 def _search_options(a) -> dict:
@@ -60,7 +66,7 @@ def cmd_run(a) -> int:
     given = [x for x in (a.input_ids, a.prompt, a.chat) if x is not None]
     if len(given) != 1:
         raise SystemExit("onnxpipe run: give exactly one of --input-ids, --prompt or --chat")
-    pipe = load(a.bundle, providers=a.provider, variant=a.variant)
+    pipe = load(a.bundle, providers=a.provider, variant=a.variant, dtype=a.dtype)
     for warning in pipe.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     opts = _search_options(a)
@@ -82,7 +88,7 @@ def cmd_run(a) -> int:
 def cmd_chat(a) -> int:
     from .api import load
 
-    pipe = load(a.bundle, providers=a.provider, variant=a.variant)
+    pipe = load(a.bundle, providers=a.provider, variant=a.variant, dtype=a.dtype)
     for warning in pipe.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     opts = _search_options(a)
@@ -167,7 +173,7 @@ def cmd_tts(a) -> int:
     if a.text is None:
         raise SystemExit("onnxpipe tts: give --text TEXT (or --text - to read it from stdin)")
     text = sys.stdin.read() if a.text == "-" else a.text
-    pipe = load(a.bundle, providers=a.provider, variant=a.variant)
+    pipe = load(a.bundle, providers=a.provider, variant=a.variant, dtype=a.dtype)
     for warning in pipe.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     result = pipe.speak(text, inputs=_tensor_inputs(a), **dict(a.set or []))
@@ -185,7 +191,7 @@ def cmd_tts(a) -> int:
 def cmd_validate(a) -> int:
     from .api import load
 
-    pipe = load(a.bundle, text=False)
+    pipe = load(a.bundle, text=False, dtype=a.dtype)
     print(f"{pipe.config.file}: ok ({pipe.structure}, {len(pipe.sessions)} session(s), "
           f"loop {pipe.spec.generation.loop})")
     for warning in pipe.warnings:
@@ -197,8 +203,45 @@ def cmd_inspect(a) -> int:
     from .config import load_config
     from .config.parse import to_json
 
-    print(json.dumps(to_json(load_config(a.bundle).spec), indent=2))
+    print(json.dumps(to_json(load_config(a.bundle, dtype=a.dtype).spec), indent=2))
     return 0
+
+
+def cmd_convert(a) -> int:
+    """Write the pipeline.json a transformers.js folder is read as, for a model builder to edit."""
+    import os
+
+    from .config import resolve_document, transformers_js
+    from .config.validate import validate_spec
+    from .errors import BundleError
+
+    folder = os.path.abspath(a.folder)
+    if not os.path.isdir(folder) or not transformers_js.looks_like(folder):
+        raise BundleError(f"{a.folder}: not a transformers.js folder (expected config.json and "
+                          f"onnx/model*.onnx in it)")
+    out = a.out or os.path.join(folder, "pipeline.json")
+    if out != "-" and os.path.dirname(os.path.abspath(out)) != folder:
+        raise BundleError(f"--out {out}: the pipeline.json must sit in {folder}, beside the files it names")
+    if out != "-" and os.path.exists(out) and not a.force:
+        raise BundleError(f"{out} exists; pass --force to replace it")
+    document = transformers_js.translate(folder, a.dtype)
+    config_file = os.path.join(folder, transformers_js.CONFIG_FILE)
+    # the checks a load makes, before anything is written
+    validate_spec(resolve_document(document, config_file), config_file, folder)
+    text = json.dumps(document, indent=2) + "\n"
+    if out == "-":
+        print(text, end="")
+    else:
+        with open(out, "w", encoding="utf-8") as f:
+            f.write(text)
+        print(f"{out}: written ({', '.join(f'{k}: {v}' for k, v in _files(document).items())})",
+              file=sys.stderr)
+    return 0
+
+
+def _files(document: dict) -> dict:
+    file = document["pipeline"]["sessions"]["decoder"]["file"]
+    return file if isinstance(file, dict) else {"file": file}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -229,13 +272,22 @@ def build_parser() -> argparse.ArgumentParser:
     tts.add_argument("--json", action="store_true", help="print one JSON object")
     tts.add_argument("--provider", action="append", default=None, help="execution provider (repeatable)")
     tts.add_argument("--variant", help="open the files the bundle made for this provider")
+    _dtype_arg(tts)
     tts.set_defaults(func=cmd_tts)
     val = sub.add_parser("validate", help="load and check a bundle")
     val.add_argument("bundle")
+    _dtype_arg(val)
     val.set_defaults(func=cmd_validate)
     ins = sub.add_parser("inspect", help="print the resolved pipeline config")
     ins.add_argument("bundle")
+    _dtype_arg(ins)
     ins.set_defaults(func=cmd_inspect)
+    conv = sub.add_parser("convert", help="write the pipeline.json a transformers.js folder is read as")
+    conv.add_argument("folder")
+    _dtype_arg(conv)
+    conv.add_argument("--out", help="where to write it (default FOLDER/pipeline.json; - for stdout)")
+    conv.add_argument("--force", action="store_true", help="replace an existing pipeline.json")
+    conv.set_defaults(func=cmd_convert)
     return parser
 
 

@@ -15,6 +15,7 @@ from pyodide.ffi import run_sync, to_js  # type: ignore[import-not-found]
 
 from .api import Pipeline
 from .backends.web import WebBackend
+from .config import transformers_js
 from .config.load import load_config
 from .engine.build import session_files
 from .engine.controls import tensors_from_json
@@ -36,7 +37,8 @@ def files_needed(fs_dir: str, options_json: str) -> str:
         options = json.loads(options_json)
         backend = WebBackend(fs_dir, tuple(options.get("available") or ("wasm",)))
         providers = [options["ep"]] if options.get("ep") else None
-        wanted = session_files(load_config(fs_dir), backend, providers, options.get("variant"))
+        config = load_config(fs_dir, dtype=options.get("dtype"))
+        wanted = session_files(config, backend, providers, options.get("variant"))
         for name in list(wanted):   # undeclared data files by their usual name (v1 bundles)
             for guess in (name + ".data", name + "_data"):
                 if guess not in wanted and os.path.exists(os.path.join(fs_dir, guess)):
@@ -47,7 +49,7 @@ def files_needed(fs_dir: str, options_json: str) -> str:
 
 
 def open_bundle(fs_dir: str, options_json: str) -> str:
-    """Load the bundle written to ``fs_dir``; options: {ep, available: [providers]}."""
+    """Load the bundle written to ``fs_dir``; options: {ep, available: [providers], variant, dtype}."""
     global _pipeline
     try:
         options = json.loads(options_json)
@@ -57,13 +59,18 @@ def open_bundle(fs_dir: str, options_json: str) -> str:
         backend = WebBackend(fs_dir, tuple(options.get("available") or ("wasm",)))
         providers = [options["ep"]] if options.get("ep") else None
         variant = options.get("variant")
-        _pipeline = Pipeline(load_config(fs_dir), backend, providers, text_loader=load_web_text_processor,
+        config = load_config(fs_dir, dtype=options.get("dtype"))
+        _pipeline = Pipeline(config, backend, providers, text_loader=load_web_text_processor,
                              variant=variant, phonemizer_loader=_web_phonemizer)
         warm_ms = _pipeline.warm_up() * 1000.0
         sessions = {name: {"provider": s.provider,
                            "file": _pipeline.spec.pipeline.sessions[name].file_for(variant or s.provider)}
                     for name, s in _pipeline.sessions.items()}
+        # the transformers.js dtype opened (asked for, or the provider's default); null for others
+        dtype = config.dtype or (transformers_js.dtype_of(fs_dir, [s["file"] for s in sessions.values()])
+                                 if config.dtypes else None)
         return json.dumps({"sessions": sessions, "warnings": _pipeline.warnings,
+                           "dtype": dtype, "dtypes": list(config.dtypes),
                            "structure": _pipeline.structure,
                            "hasChatTemplate": bool(_pipeline.text and _pipeline.text.has_chat_template),
                            "kind": _pipeline.kind, "sampleRate": _sample_rate(_pipeline),

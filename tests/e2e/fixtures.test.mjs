@@ -24,7 +24,7 @@ import glob, json, os, sys, onnx
 out = {}
 for name in sys.argv[2:]:
     sizes = []
-    for f in glob.glob(os.path.join(sys.argv[1], name, '*.onnx')):
+    for f in glob.glob(os.path.join(sys.argv[1], name, '*.onnx')) + glob.glob(os.path.join(sys.argv[1], name, 'onnx', '*.onnx')):
         g = onnx.load(f, load_external_data=False).graph
         sizes += [o.type.tensor_type.shape.dim[-1].dim_value for o in g.output[:1]]
     out[name] = max([s for s in sizes if s] or [0])

@@ -4,7 +4,7 @@
 //
 //   node tests/e2e/run-bundle.mjs BUNDLE_DIR (--input-ids 1,2,3 | --prompt TEXT | --chat TEXT)
 //        [--max-new-tokens N] [--greedy] [--ignore-eos] [--json] [--ep wasm|webgpu]
-//        [--variant EP] [--repeat K] [--threads N]
+//        [--variant EP] [--dtype D] [--repeat K] [--threads N]
 //   node tests/e2e/run-bundle.mjs BUNDLE_DIR --text TEXT --out x.wav [--set NAME=VALUE]... [--json]
 //        (speech bundles: like `python -m onnxpipe tts`; the WAV is the one the worker encoded)
 //
@@ -13,6 +13,8 @@
 // it is touched). The site is dist/ (rebuilt with vite when older than its sources) or
 // $ONNXPIPE_E2E_DIST. Every request not to 127.0.0.1 is blocked. --repeat K generates K
 // times on the one loaded bundle and reports the last (the first pays one-time warm-up).
+// --dtype picks a transformers.js folder's precision (fp32, fp16, q4, q4f16, ...); the JSON
+// says which dtype ran ("dtype") and what the folder offers ("dtypes").
 // Exits 1 with the error on stderr on failure.
 import fs from 'node:fs';
 import path from 'node:path';
@@ -21,10 +23,10 @@ import { ensureManifest, ensureSite, generate, loadBundle, openRuntimePage, spea
 
 const USAGE = 'usage: node tests/e2e/run-bundle.mjs BUNDLE_DIR (--input-ids 1,2,3 | --prompt TEXT | --chat TEXT | ' +
   '--text TEXT --out x.wav [--set NAME=VALUE]...) [--max-new-tokens N] [--greedy] [--ignore-eos] [--json] ' +
-  '[--ep wasm|webgpu] [--variant EP] [--repeat K] [--threads N]';
+  '[--ep wasm|webgpu] [--variant EP] [--dtype D] [--repeat K] [--threads N]';
 
 export function parseArgs(argv) {
-  const a = { ep: undefined, variant: undefined, json: false, greedy: false, ignoreEos: false, repeat: 1, controls: {} };
+  const a = { ep: undefined, variant: undefined, dtype: undefined, json: false, greedy: false, ignoreEos: false, repeat: 1, controls: {} };
   const pos = [];
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
@@ -55,6 +57,7 @@ export function parseArgs(argv) {
       case '--max-new-tokens': a.maxNewTokens = Number(value()); break;
       case '--ep': a.ep = value(); break;
       case '--variant': a.variant = value(); break;
+      case '--dtype': a.dtype = value(); break;
       case '--repeat': a.repeat = Math.max(1, Number(value())); break;
       case '--greedy': a.greedy = true; break;
       case '--ignore-eos': a.ignoreEos = true; break;
@@ -99,7 +102,7 @@ export async function runBundle(a) {
   const { browser, context, offsite, logs } = await launchBrowser({ args: a.ep === 'webgpu' ? ['--enable-unsafe-webgpu'] : [] });
   try {
     const page = await openRuntimePage(context, server.url);
-    const loaded = await loadBundle(page, `${server.url}models/${name}/`, { ep: a.ep, variant: a.variant, threads: a.threads });
+    const loaded = await loadBundle(page, `${server.url}models/${name}/`, { ep: a.ep, variant: a.variant, dtype: a.dtype, threads: a.threads });
     if (a.text !== undefined) return await speakBundle(a, page, loaded, browser, offsite);
     let run;
     for (let i = 0; i < a.repeat; i++) {
@@ -114,6 +117,8 @@ export async function runBundle(a) {
       warnings: loaded.info.warnings,
       ep: a.ep ?? null,
       variant: a.variant ?? null,
+      dtype: loaded.info.dtype ?? null,
+      dtypes: loaded.info.dtypes ?? [],
       browser: { version: browser.version(), boot_ms: loaded.info.bootMs, load_ms: loaded.info.loadMs, load_wall_ms: loaded.wallMs },
       generate_wall_ms: run.wallMs,
       first_token_ms: run.firstTokenMs,
@@ -164,7 +169,7 @@ async function main() {
     } else {
       console.log(out.text);
       process.stderr.write(`[${out.tokens.length} tokens, ${out.finish_reason}; prefill ${out.prefill_ms.toFixed(1)} ms, ` +
-        `decode ${out.decode_tokens_per_s.toFixed(1)} tokens/s; ${Object.entries(out.sessions).map(([n, s]) => `${n}: ${s.provider} ${s.file}`).join(', ')}]\n`);
+        `decode ${out.decode_tokens_per_s.toFixed(1)} tokens/s; ${out.dtype ? `dtype ${out.dtype}; ` : ''}${Object.entries(out.sessions).map(([n, s]) => `${n}: ${s.provider} ${s.file}`).join(', ')}]\n`);
     }
   } catch (error) {
     process.stderr.write(`run-bundle: ${error.message}\n`);

@@ -70,6 +70,12 @@ def pipeline_bundle(request) -> Path:
     return tiny_models.ensure(request.param)
 
 
+@pytest.fixture(scope="session", params=tiny_models.TJS_BUNDLES)
+def tjs_bundle(request) -> Path:
+    """Each transformers.js folder (config.json + onnx/model*.onnx, no pipeline.json)."""
+    return tiny_models.ensure(request.param)
+
+
 @pytest.fixture(scope="session")
 def genai_llama() -> Path:
     """onnxruntime-genai builder, llama (GQA 4/2), past_present_share_buffer true (builder default)."""

@@ -15,6 +15,7 @@ export class RuntimeError extends Error {
 export interface LoadOptions {
   ep?: ExecutionProvider;
   variant?: string;
+  dtype?: string; // a transformers.js folder's precision (LoadedInfo.dtypes lists them)
   threads?: number;
   onProgress?: (event: Extract<Event, { type: 'progress' }>) => void;
 }
@@ -135,7 +136,8 @@ export class RuntimeClient {
       this.worker = this.start();
     }
     const request: Request = {
-      type: 'load', id: this.nextId++, bundleUrl, ep: options.ep, variant: options.variant, threads: options.threads,
+      type: 'load', id: this.nextId++, bundleUrl, ep: options.ep, variant: options.variant, dtype: options.dtype,
+      threads: options.threads,
       cancelBuffer: this.cancelFlag?.buffer as SharedArrayBuffer | undefined,
     };
     return this.send<LoadedInfo>(request, (event) => {

@@ -58,7 +58,7 @@ function start(): void {
   // the service worker precaches the site by itself: the runtime worker need not wait for it
   enableOffline();
   mountBuildFooter();
-  const bundles = listBundles();
+  const bundles = listBundles('text');
   void (async () => {
     let client: RuntimeClient | null = null;
     try {

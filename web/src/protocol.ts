@@ -32,6 +32,7 @@ export interface TensorInput {
 export type Request =
   | {
       type: 'load'; id: number; bundleUrl: string; ep?: ExecutionProvider; variant?: string;
+      dtype?: string; // a transformers.js folder's precision (fp32, fp16, q4, q4f16, ...); default: per provider
       threads?: number; // WASM threads, fixed by the first load of a worker
       cancelBuffer?: SharedArrayBuffer; // 4 bytes the page sets to 1 on cancel (isolated pages)
     }
@@ -87,6 +88,8 @@ export interface LoadedInfo {
   threads: number; // WASM threads the runtime was started with (fixed by a worker's first load)
   loadMs: number; // includes warmUpMs
   warmUpMs: number; // speech bundles: one short word spoken at load so the first Speak is fast
+  dtype: string | null; // the precision opened (transformers.js folders); null for other bundles
+  dtypes: string[]; // the precisions the folder offers (load again with one of them); empty for other bundles
 }
 
 export interface GenerationResult {

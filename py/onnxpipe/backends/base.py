@@ -25,6 +25,17 @@ class Session(Protocol):
     provider: str                       # the execution provider it actually got
     inputs: dict[str, TensorInfo]
     outputs: dict[str, TensorInfo]
+    path: str                           # the model file it was opened from ("" for runtime graphs)
+
+
+class RangeReader(Protocol):
+    """Random access to a model file's bytes (onnx_info reads a graph without its weights)."""
+
+    size: int
+
+    def read(self, offset: int, n: int) -> bytes: ...
+
+    def close(self) -> None: ...
 
 
 class Backend(Protocol):
@@ -36,6 +47,9 @@ class Backend(Protocol):
     def open_session(self, name: str, path: str, providers: Sequence[str],
                      options: dict[str, Any], external_data: Sequence[str] = ()) -> Session:
         """Open ``path``; ``external_data`` names the weight files it refers to."""
+
+    def model_reader(self, path: str) -> RangeReader:
+        """Range reads of the model file ``path`` (a session's ``path``), never the whole file."""
 
     def open_graph(self, model: bytes, provider: str) -> Session:
         """A runtime-owned graph (sampler, cache ops) on ``provider``; cached by content."""

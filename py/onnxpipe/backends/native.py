@@ -42,6 +42,7 @@ class NativeSession:
     ort_session: ort.InferenceSession
     binding: Any = field(default=None, repr=False)
     bound_now: dict = field(default_factory=dict, repr=False)   # name -> value bound last run
+    path: str = ""                                                # the model file ("" for graphs)
 
 
 def _infos(args) -> dict[str, TensorInfo]:
@@ -100,7 +101,12 @@ class NativeBackend:
             raise EngineError(f'session "{name}": onnxruntime could not open {path}: {exc}') from None
         got = sess.get_providers()[0]
         provider = next((k for k, v in PROVIDER_NAMES.items() if v == got), got)
-        return NativeSession(name, provider, _infos(sess.get_inputs()), _infos(sess.get_outputs()), sess)
+        return NativeSession(name, provider, _infos(sess.get_inputs()), _infos(sess.get_outputs()), sess,
+                             path=path)
+
+    def model_reader(self, path: str):
+        from ..onnx_info import FileSource
+        return FileSource(path)
 
     def open_graph(self, model: bytes, provider: str = "cpu") -> NativeSession:
         key = (hashlib.sha1(model).hexdigest(), provider)

@@ -22,6 +22,7 @@ import ort  # type: ignore[import-not-found]  (onnxruntime-web, registered by th
 from pyodide.ffi import JsException, run_sync, to_js  # type: ignore[import-not-found]
 
 from ..errors import EngineError
+from . import half
 from .base import TensorInfo
 
 _OBJECT = {"dict_converter": js.Object.fromEntries}
@@ -38,6 +39,25 @@ class WebSession:
     inputs: dict[str, TensorInfo]
     outputs: dict[str, TensorInfo]
     js_session: Any
+    path: str = ""   # the model file ("" for runtime graphs)
+
+
+class JsFileSource:
+    """Range reads of a bundle file the worker holds (bytes or a storage-backed Blob): only the
+    ranges asked for cross into Python, never the whole model (onnx_info reads its graph)."""
+
+    def __init__(self, rel: str):
+        self.rel = rel
+        self.size = int(onnxpipe_js.fileSize(rel))
+
+    def read(self, offset: int, n: int) -> bytes:
+        got = onnxpipe_js.readRange(self.rel, offset, n)
+        if hasattr(got, "then"):   # a Blob is read asynchronously
+            got = run_sync(got)
+        return got.to_bytes()
+
+    def close(self) -> None:
+        pass
 
 
 def _infos(metadata, names) -> dict[str, TensorInfo]:
@@ -90,7 +110,14 @@ class WebBackend:
         sess = self._create(name, onnxpipe_js.getFile(rel), opts)
         inputs = _infos(getattr(sess, "inputMetadata", None), list(sess.inputNames))
         outputs = _infos(getattr(sess, "outputMetadata", None), list(sess.outputNames))
-        return WebSession(name, provider, inputs, outputs, sess)
+        return WebSession(name, provider, inputs, outputs, sess, path)
+
+    def model_reader(self, path: str):
+        rel = os.path.relpath(path, self.bundle_dir).replace(os.sep, "/")
+        if onnxpipe_js.hasFile(rel):
+            return JsFileSource(rel)
+        from ..onnx_info import FileSource   # a file written to Pyodide's own file system
+        return FileSource(path)
 
     def open_graph(self, model: bytes, provider: str = "wasm") -> WebSession:
         key = (hashlib.sha1(model).hexdigest(), provider)
@@ -104,17 +131,31 @@ class WebBackend:
 
     # ---- tensors -----------------------------------------------------------------------
 
+    # float16 crosses as half bits (uint16): JavaScript can't round to half without Float16Array.
+
     def tensor(self, values, dtype: str, shape: Sequence[int]):
-        return onnxpipe_js.tensor(dtype, _js(list(values)), _js(list(shape)))
+        values = half.to_bits(values) if dtype == "float16" else list(values)
+        return onnxpipe_js.tensor(dtype, _js(values), _js(list(shape)))
 
     def full(self, dtype: str, shape: Sequence[int], value):
+        if dtype == "float16":
+            value = half.to_bits([value])[0]
         return onnxpipe_js.full(dtype, _js(list(shape)), value)
 
+    def _half_bytes(self, tensor) -> bytes:
+        data = onnxpipe_js.halfBytes(tensor) if tensor.location == "cpu" else run_sync(
+            onnxpipe_js.downloadHalfBytes(tensor))
+        return data.to_bytes()
+
     def to_list(self, tensor) -> list:
+        if tensor.type == "float16":
+            return half.from_bytes(self._half_bytes(tensor))
         return onnxpipe_js.toArray(tensor).to_py() if tensor.location == "cpu" else list(
             run_sync(onnxpipe_js.download(tensor)).to_py())
 
     def to_float32(self, tensor) -> array:
+        if tensor.type == "float16":
+            return half.to_float32(self._half_bytes(tensor))
         if tensor.location != "cpu":
             return array("f", self.to_list(tensor))
         out = array("f")

@@ -16,6 +16,8 @@ FILE = "genai_config.json"
 _SAMPLING_KEYS = ("do_sample", "temperature", "top_k", "top_p", "repetition_penalty",
                   "num_beams", "no_repeat_ngram_size", "random_seed")
 _UNSUPPORTED_SECTIONS = ("encoder", "vision", "speech", "embedding")
+_SLIDING_KEYS = ("window_size", "layers", "cache_slack", "slide_key_value_cache", "slide_inputs",
+                 "alignment", "pad_value")
 
 
 def _pattern(name: str) -> str:
@@ -32,6 +34,39 @@ def _object(value: Any, file: str, path: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ConfigError(f"expected an object, found {describe(value)}", file=file, path=path)
     return value
+
+
+def _sliding_window(sliding: Any, file: str) -> dict[str, Any] | None:
+    """decoder.sliding_window -> state.kv_cache.sliding_window, or an error for what we can't run.
+
+    onnxruntime-genai reads window_size, layers, cache_slack, slide_key_value_cache and
+    slide_inputs (both true when absent), alignment and pad_value (used only when sliding).
+    Only the builder's cpu/cuda layout runs here: both slide flags false, window-sized caches
+    the GroupQueryAttention op evicts from (state/sliding_window.py). The flags' true case is
+    its QNN path (uint8 caches, prompt fed in window-sized chunks).
+    """
+    path = "$.model.decoder.sliding_window"
+    if sliding is None:
+        return None
+    sliding = _object(sliding, file, path)
+    unknown = sorted(set(sliding) - set(_SLIDING_KEYS))
+    if unknown:
+        raise ConfigError(f'unknown key "{unknown[0]}"; valid keys: {", ".join(_SLIDING_KEYS)}',
+                          file=file, path=f"{path}.{unknown[0]}")
+    for flag in ("slide_key_value_cache", "slide_inputs"):
+        if sliding.get(flag, True) is not False:
+            raise ConfigError(f"{flag}: only false is supported (the bounded cache that "
+                              "GroupQueryAttention evicts from, as the model builder writes for "
+                              f"cpu and cuda); found {describe(sliding.get(flag, True))}"
+                              f"{'' if flag in sliding else ' (the default when absent)'}",
+                              file=file, path=f"{path}.{flag}")
+    size = sliding.get("window_size")
+    if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
+        return None   # onnxruntime-genai keeps ordinary caches when there is no window
+    out: dict[str, Any] = {"window_size": size, "layers": sliding.get("layers", [])}
+    if "cache_slack" in sliding:
+        out["cache_slack"] = sliding["cache_slack"]
+    return out
 
 
 def translate(genai: dict[str, Any], file: str = FILE) -> dict[str, Any]:
@@ -85,10 +120,9 @@ def translate(genai: dict[str, Any], file: str = FILE) -> dict[str, Any]:
         "position_ids": {"input_name": inputs.get("position_ids", "position_ids")},
         "attention_mask": {"input_name": inputs.get("attention_mask", "attention_mask")},
     }
-    sliding = decoder.get("sliding_window")
-    if isinstance(sliding, dict) and sliding.get("window_size"):
-        kv["sliding_window"] = {"window_size": sliding["window_size"],
-                                "layers": sliding.get("layers", [])}
+    sliding = _sliding_window(decoder.get("sliding_window"), file)
+    if sliding:
+        kv["sliding_window"] = sliding
 
     sampling = {k: search[k] for k in _SAMPLING_KEYS if k in search}
     generation = {"loop": "autoregressive", "sampling": sampling,

@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass
 
 from ..errors import BundleError, ConfigError, choices_text, nearest
-from . import genai_v1
+from . import genai_v1, transformers_js
 from .parse import describe, parse_spec
 from .presets import PRESETS, apply_preset
 from .schema import PipelineSpec
@@ -21,6 +21,8 @@ class LoadedConfig:
     spec: PipelineSpec
     bundle_dir: str
     file: str          # the file the spec came from (pipeline.json or genai_config.json)
+    dtype: str | None = None        # the transformers.js dtype asked for (None: per provider)
+    dtypes: tuple[str, ...] = ()    # the dtypes a transformers.js folder offers; () for others
 
 
 def read_json(path: str) -> object:
@@ -60,8 +62,12 @@ def resolve_document(document: object, file: str) -> PipelineSpec:
     return parse_spec(PipelineSpec, document, file)
 
 
-def load_config(path: str) -> LoadedConfig:
-    """Read the bundle at ``path`` (a folder, or its pipeline.json / genai_config.json)."""
+def load_config(path: str, dtype: str | None = None) -> LoadedConfig:
+    """Read the bundle at ``path`` (a folder, or its pipeline.json / genai_config.json).
+
+    ``dtype`` picks a transformers.js folder's precision (fp32, fp16, q8, q4, q4f16, ...);
+    other bundles offer no such choice.
+    """
     path = os.fspath(path)
     if os.path.isfile(path):
         bundle_dir, name = os.path.dirname(os.path.abspath(path)), os.path.basename(path)
@@ -69,14 +75,29 @@ def load_config(path: str) -> LoadedConfig:
         bundle_dir = os.path.abspath(path)
         name = next((n for n in (PIPELINE_FILE, genai_v1.FILE)
                      if os.path.isfile(os.path.join(bundle_dir, n))), None)
+        if name is None and transformers_js.looks_like(bundle_dir):
+            return _load_transformers_js(bundle_dir, dtype)
         if name is None:
-            raise BundleError(f"{path}: no {PIPELINE_FILE} or {genai_v1.FILE} in this folder")
+            raise BundleError(f"{path}: no {PIPELINE_FILE} or {genai_v1.FILE} in this folder, nor a "
+                              f"transformers.js layout ({transformers_js.CONFIG_FILE} + onnx/model.onnx)")
     else:
         raise BundleError(f"{path}: no such model bundle (expected a folder with {PIPELINE_FILE})")
     file = os.path.join(bundle_dir, name)
+    if dtype is not None:
+        raise BundleError(f'{file}: dtype "{dtype}" was given, but this bundle offers no dtype choice '
+                          f"(only transformers.js folders have model_<dtype>.onnx files); leave it out")
     document = read_json(file)
     if name == genai_v1.FILE:
         document = genai_v1.translate(document, file)
     spec = resolve_document(document, file)
     validate_spec(spec, file, bundle_dir)
     return LoadedConfig(spec=spec, bundle_dir=bundle_dir, file=file)
+
+
+def _load_transformers_js(bundle_dir: str, dtype: str | None) -> LoadedConfig:
+    file = os.path.join(bundle_dir, transformers_js.CONFIG_FILE)
+    document = transformers_js.translate(bundle_dir, dtype)
+    spec = resolve_document(document, file)
+    validate_spec(spec, file, bundle_dir)
+    return LoadedConfig(spec=spec, bundle_dir=bundle_dir, file=file, dtype=dtype,
+                        dtypes=tuple(transformers_js.offered_dtypes(bundle_dir)))

@@ -93,8 +93,18 @@ class Wire:
 
 @dataclass(frozen=True)
 class SlidingWindow:
-    window_size: int = spec(None, "tokens kept in bounded layers", required=True)
-    layers: tuple[int, ...] = spec((), "layers with a bounded cache (empty: all)")
+    """Layers whose attention sees only the last ``window_size`` positions keep a bounded cache.
+
+    As onnxruntime-genai does it: each listed layer's past and present are fixed buffers of
+    ``window_size + slack`` positions, and the graph's GroupQueryAttention (attribute
+    ``sliding_window_cache=1``) evicts old positions itself. See state/sliding_window.py.
+    """
+
+    window_size: int = spec(None, "the attention window (the layers' local_window_size), > 0",
+                            required=True)
+    layers: tuple[int, ...] = spec((), "layers with a bounded cache (empty: every KV layer)")
+    cache_slack: int = spec(0, "positions kept beyond the window (0: the provider's default, "
+                               "16 on cpu/wasm, 0 on cuda)")
 
 
 @dataclass(frozen=True)
@@ -124,6 +134,11 @@ class AttentionMaskSpec:
 
 
 @dataclass(frozen=True)
+class CacheBranchSpec:
+    input_name: str = spec("use_cache_branch", "bool input: false while the past is empty, true after")
+
+
+@dataclass(frozen=True)
 class CrossCacheSpec:
     source: str = spec(None, "encoder session", required=True)
     frozen: bool = spec(True, "computed once, reused every step")
@@ -142,6 +157,8 @@ class StateSpec:
     kv_cache: KVCacheSpec = spec(doc="KV cache", factory=KVCacheSpec)
     position_ids: PositionIdsSpec = spec(doc="position ids", factory=PositionIdsSpec)
     attention_mask: AttentionMaskSpec = spec(doc="attention mask", factory=AttentionMaskSpec)
+    use_cache_branch: CacheBranchSpec = spec(doc="merged decoders' past/no-past switch (Optimum)",
+                                             factory=CacheBranchSpec)
     cross_cache: CrossCacheSpec | None = spec(None, "frozen encoder outputs")
     recurrent: tuple[RecurrentSpec, ...] = spec((), "state pairs carried step to step")
 

@@ -12,19 +12,14 @@ from dataclasses import dataclass
 from ..config.load import LoadedConfig
 from ..config.schema import PipelineSpec
 from ..errors import ConfigError
+from ..loops import loop_for
+from ..state.cache_branch import CacheBranch
 from ..state.kv_cache import KVCache, discover
 from ..state.positions import AttentionMask, PositionIds
 from ..state.recurrent import Recurrent
 from .executor import Executor
 from .plugin import load_plugin, plugin_reads
 from .wiring import plan_flow
-
-# what each loop strategy supplies and reads (loops/ registers itself by these names)
-LOOP_IO = {
-    "autoregressive": (("input_ids", "generated_ids"), ("logits",)),
-    "single_pass": ((), ()),
-}
-
 
 def structure(spec: PipelineSpec) -> str:
     """A name for the pipeline's shape, from structure alone (for inspect and logs)."""
@@ -91,7 +86,7 @@ def make_components(spec: PipelineSpec, sessions: dict, backend, file: str) -> l
     state = spec.pipeline.state
     step_sessions = [sessions[s.run] for s in spec.pipeline.flow if s.when == "step" and s.run in sessions]
     components: list = []
-    positions, masks = {}, {}
+    positions, masks, branches = {}, {}, {}
     for session in dict.fromkeys(step_sessions):
         if discover(session, state.kv_cache, file) is not None:
             components.append(KVCache(backend, session, state.kv_cache, spec.generation.max_length,
@@ -100,6 +95,8 @@ def make_components(spec: PipelineSpec, sessions: dict, backend, file: str) -> l
             positions[session.name] = session.inputs[state.position_ids.input_name]
         if state.attention_mask.input_name in session.inputs:
             masks[session.name] = session.inputs[state.attention_mask.input_name]
+        if state.use_cache_branch.input_name in session.inputs:
+            branches[session.name] = session.inputs[state.use_cache_branch.input_name]
     if state.kv_cache.format != "auto" and not any(isinstance(c, KVCache) for c in components):
         names = ", ".join(f'{s.name}: {", ".join(s.inputs)}' for s in dict.fromkeys(step_sessions))
         raise ConfigError(f'kv_cache format "{state.kv_cache.format}" but no step-phase session has an '
@@ -109,6 +106,8 @@ def make_components(spec: PipelineSpec, sessions: dict, backend, file: str) -> l
         components.append(PositionIds(backend, positions, state.position_ids.strategy, file))
     if masks:
         components.append(AttentionMask(backend, masks))
+    if branches:
+        components.append(CacheBranch(backend, branches))
     for i, rec in enumerate(state.recurrent):
         owner = next((s for s in sessions.values() if rec.input in s.inputs), None)
         if owner is None or rec.output not in owner.outputs:
@@ -122,14 +121,14 @@ def assemble(config: LoadedConfig, backend, providers=None, variant=None) -> Ass
     spec = config.spec
     sessions, warnings = open_sessions(config, backend, providers, variant)
     components = make_components(spec, sessions, backend, config.file)
-    loop_inputs, loop_outputs = LOOP_IO.get(spec.generation.loop, ((), ()))
+    loop = loop_for(spec.generation.loop, config.file)   # what it supplies and reads
     if spec.pipeline.output is not None:
         out = spec.pipeline.output
         if out.session in sessions and out.name not in sessions[out.session].outputs:
             raise ConfigError(f'session "{out.session}" has no output "{out.name}" (available outputs: '
                               f"{', '.join(sessions[out.session].outputs)})", file=config.file,
                               path="$.pipeline.output.name")
-    plan = plan_flow(spec, sessions, components, config.file, loop_inputs, loop_outputs)
+    plan = plan_flow(spec, sessions, components, config.file, loop.supplies, loop.reads)
     if spec.pipeline.output is not None:
         plan.pipeline_outputs.setdefault("output", (spec.pipeline.output.session, spec.pipeline.output.name))
         _keep(plan, spec.pipeline.output.session, spec.pipeline.output.name)

@@ -21,7 +21,6 @@ class Executor:
         self.components = components
         self.values: dict[tuple[str, str], Any] = {}   # latest wired session outputs
         self.length = 0                                # positions held by the state
-        self.final_outputs: dict[str, Any] = {}        # what the final phase produced last
         self.plugin = None                             # engine/plugin.py hooks, if the bundle has one
         self._before_run = None                        # its before_run hook, looked up once
 
@@ -156,5 +155,4 @@ class Executor:
         for value in self.values.values():
             self.backend.dispose(value)
         self.values.clear()
-        self.final_outputs = {}
         self.length = 0

@@ -1,13 +1,26 @@
-"""Generation loop strategies, chosen by ``generation.loop``: a registry, not a switch."""
+"""Generation loop strategies, chosen by ``generation.loop``: a registry, not a switch.
+
+Each strategy is one class that declares what it supplies and reads (``LoopStrategy``) and
+runs itself; ``loop_for`` is the only lookup.
+"""
 
 from __future__ import annotations
 
-from .autoregressive import Timing, token_steps
-from .single_pass import run_once
+from ..errors import ConfigError
+from .autoregressive import Autoregressive, Timing
+from .base import LoopStrategy
+from .single_pass import SinglePass
 
-LOOPS = {
-    "autoregressive": token_steps,
-    "single_pass": run_once,
-}
+LOOPS: dict[str, type[LoopStrategy]] = {cls.name: cls for cls in (Autoregressive, SinglePass)}
 
-__all__ = ["LOOPS", "Timing", "run_once", "token_steps"]
+
+def loop_for(name: str, file: str | None = None) -> type[LoopStrategy]:
+    """The strategy class registered as ``name``."""
+    cls = LOOPS.get(name)
+    if cls is None:
+        raise ConfigError(f'generation.loop "{name}" is not a loop this runtime has; it has '
+                          f"{', '.join(LOOPS)}", file=file, path="$.generation.loop")
+    return cls
+
+
+__all__ = ["LOOPS", "Autoregressive", "LoopStrategy", "SinglePass", "Timing", "loop_for"]

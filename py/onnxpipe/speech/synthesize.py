@@ -11,8 +11,6 @@ import time
 from array import array
 
 from ..errors import InputError
-from ..loops import LOOPS, Timing
-from ..search.sampler import Sampler
 from ..search.stopping import stop_ids
 from ..text.sentences import split_sentences
 from .result import SentenceAudio, SpeechResult
@@ -49,27 +47,25 @@ def _waveform(pipeline, outputs: dict) -> array:
     return pipeline.backend.to_float32(tensor)
 
 
-def _run_single_pass(pipeline, inputs: dict, extra: dict):
+def _run_one_pass(pipeline, inputs: dict, extra: dict, ids: list[int], cancel):
     given = {k: v for k, v in inputs.items() if k in pipeline.executor.plan.pipeline_inputs}
-    pipeline.reset()
-    outputs, _ = LOOPS["single_pass"](pipeline.executor, {**extra, **given})
-    return _waveform(pipeline, outputs), []
+    result = pipeline.one_pass.run_values({**extra, **given})
+    return _waveform(pipeline, result.outputs), []
 
 
-def _run_autoregressive(pipeline, extra: dict, ids: list[int], cancel):
+def _run_token_loop(pipeline, inputs: dict, extra: dict, ids: list[int], cancel):
     """The loop feeds ``ids`` itself as input_ids; the final phase makes the waveform."""
-    opts = pipeline._options({}, None)
-    info, provider = pipeline._logits_info()
-    sampler = Sampler(pipeline.backend, provider, opts, info)
+    loaded = pipeline.loaded
+    opts = loaded.options()
     pipeline.reset()
-    history: list[int] = []
-    steps = LOOPS["autoregressive"](pipeline.executor, sampler, history, ids, opts,
-                                    stop_ids(opts, pipeline._eos()), Timing(), extra)
+    loop = loaded.loop(loaded.executor, loaded.sampler(opts), opts, stop_ids(opts, loaded.eos),
+                       extra=extra)
+    steps = loop.run([], ids)
     tokens = []
     for token, finish in steps:
         tokens.append(token)
         if finish:
-            return _waveform(pipeline, pipeline.executor.final_outputs), tokens
+            return _waveform(pipeline, loop.final_outputs), tokens
         if cancel is not None and cancel():
             steps.close()
             return None, tokens
@@ -82,7 +78,7 @@ def speak(pipeline, text: str, extra: dict, on_audio=None, cancel=None) -> Speec
     audio = pipeline.spec.pipeline.output.audio
     rate = audio.sample_rate
     silence = array("f", bytes(4 * int(round(audio.sentence_silence * rate))))
-    loop = pipeline.spec.generation.loop
+    run = _run_token_loop if pipeline.loaded.loop.makes_tokens else _run_one_pass
     result = SpeechResult(array("f"), rate, [], warnings=list(pipeline.warnings))
     start = time.perf_counter()
     sentences = sentence_inputs(pipeline, text)
@@ -92,10 +88,7 @@ def speak(pipeline, text: str, extra: dict, on_audio=None, cancel=None) -> Speec
         if cancel is not None and cancel():
             result.finish_reason = "cancelled"
             break
-        if loop == "single_pass":
-            samples, tokens = _run_single_pass(pipeline, inputs, extra)
-        else:
-            samples, tokens = _run_autoregressive(pipeline, extra, ids, cancel)
+        samples, tokens = run(pipeline, inputs, extra, ids, cancel)
         if samples is None:
             result.finish_reason = "cancelled"
             break

@@ -15,7 +15,9 @@ from ..backends.base import TensorInfo
 from ..config.schema import KVCacheSpec
 from ..errors import ConfigError
 from ..ops import kv as kv_ops
+from . import kv_dims
 from .base import StateComponent, StepContext
+from .sliding_window import Windowing
 
 SEPARATE_DEFAULTS = ("past_key_values.{layer}.key", "past_key_values.{layer}.value",
                      "present.{layer}.key", "present.{layer}.value")
@@ -80,15 +82,23 @@ def discover(session, spec: KVCacheSpec, file: str) -> tuple[str, list[Slot]] | 
     return fmt, [Slot(inputs[p], o) for p, o in pairs]
 
 
+def slot_layers(spec: KVCacheSpec, slots: list[Slot]) -> dict[str, int]:
+    """Past input name -> model layer index, for separate key/value caches."""
+    names = [s.past.name for s in slots]
+    patterns = (spec.past_key_pattern or SEPARATE_DEFAULTS[0],
+                spec.past_value_pattern or SEPARATE_DEFAULTS[1])
+    return {name: layer for pattern in patterns for layer, name in _layers(pattern, names).items()}
+
+
 class KVCache(StateComponent):
     def __init__(self, backend, session, spec: KVCacheSpec, max_length: int, file: str,
                  provider: str = "cpu"):
         found = discover(session, spec, file)
         assert found is not None
         self.format, self.slots = found
-        if spec.sliding_window is not None:
-            raise ConfigError("kv_cache.sliding_window is not supported by this runtime yet",
-                              file=file, path="$.pipeline.state.kv_cache.sliding_window")
+        # sliding-window layers: fixed window-sized buffers the attention op evicts from itself
+        self.window = None if spec.sliding_window is None else Windowing(
+            spec.sliding_window, slot_layers(spec, self.slots), self.format, provider, max_length, file)
         if self.format == "shared_buffer" and not backend.supports_bound_outputs:
             self.format = "separate"   # GroupQueryAttention also takes a growing past
         self.backend = backend
@@ -100,28 +110,19 @@ class KVCache(StateComponent):
         self.inputs = {session.name: {s.past.name for s in self.slots}}
         self.outputs = {session.name: {s.present for s in self.slots}}
         self.seq_axis = {s.past.name: len(s.past.shape) - 2 for s in self.slots}
+        self._fixed: dict[str, tuple] = {}
+        self._graph = kv_dims.SessionGraph(backend, session)   # read only if a dim is symbolic
         for slot in self.slots:
             self._check_shape(slot, file)
 
     def _check_shape(self, slot: Slot, file: str) -> None:
-        dims = self._dims(slot)
-        if sum(d is None for d in dims) > 1:
-            raise ConfigError(f'KV input "{slot.past.name}" has dims {list(slot.past.shape)}: only the '
-                              "batch and sequence dims may be symbolic; give the others as "
-                              "kv_cache.num_heads / kv_cache.head_size", file=file,
-                              path="$.pipeline.state.kv_cache")
+        seq = self.seq_axis[slot.past.name]
+        self._fixed[slot.past.name] = kv_dims.resolve(slot, seq, self.spec, self._graph, file)
 
     def _dims(self, slot: Slot) -> list:
-        """Fixed dims with heads / head size filled from the spec; None for batch; seq -1."""
-        shape = slot.past.shape
-        seq = self.seq_axis[slot.past.name]
-        dims = [d if isinstance(d, int) else None for d in shape]
-        dims[seq] = -1
-        if dims[-1] is None and self.spec.head_size:
-            dims[-1] = self.spec.head_size
-        if dims[seq - 1] is None and self.spec.num_heads:
-            dims[seq - 1] = self.spec.num_heads
-        return dims
+        """Fixed dims (the session's, the spec's, or detected in the graph: kv_dims.py); None
+        for batch; seq -1."""
+        return list(self._fixed[slot.past.name])
 
     def _shape(self, slot: Slot, batch: int, length: int) -> tuple[int, ...]:
         return tuple(length if d == -1 else batch if d is None else d for d in self._dims(slot))
@@ -137,10 +138,13 @@ class KVCache(StateComponent):
             return
         for slot in self.slots:
             if slot.value is None:
-                slot.value = self.backend.full(slot.past.dtype, self._shape(slot, ctx.batch, 0), 0)
+                shape = self._shape(slot, ctx.batch, self._empty_length(slot))
+                slot.value = self.backend.full(slot.past.dtype, shape, 0)
             feeds[slot.past.name] = slot.value
 
     def update(self, session, outputs, ctx: StepContext):
+        if self.window is not None:
+            self.window.total = ctx.total_length
         if self.format == "shared_buffer":
             return
         old = []
@@ -150,11 +154,17 @@ class KVCache(StateComponent):
         self.backend.dispose_many(old)
 
     def rewind(self, length: int) -> bool:
+        if self.window is not None:
+            if not self.window.can_rewind(length):
+                return False   # the rows needed at ``length`` were evicted: start over
+            self.window.total = length
         if self.format == "shared_buffer":
             return True  # positions past ``length`` are simply overwritten
         if self.format != "separate":
             return False
         for slot in self.slots:
+            if self._windowed(slot):
+                continue  # the op reads the resident rows from the mask's length; stale rows get overwritten
             if slot.value is not None:
                 graph = self.backend.open_graph(kv_ops.slice_seq_graph(slot.past.dtype), self.provider)
                 length_t = self.backend.tensor([length], "int64", (1,))
@@ -169,6 +179,17 @@ class KVCache(StateComponent):
                 self.backend.dispose(slot.value)
             slot.value = None
         self.capacity = 0
+        if self.window is not None:
+            self.window.total = 0
+
+    # ---- sliding-window layers ---------------------------------------------------------------
+
+    def _windowed(self, slot: Slot) -> bool:
+        return self.window is not None and slot.past.name in self.window.names
+
+    def _empty_length(self, slot: Slot) -> int:
+        """Sequence length of an empty past: 0, or the whole fixed buffer of a windowed layer."""
+        return self.window.capacity if self._windowed(slot) else 0
 
     # ---- shared buffers ----------------------------------------------------------------------
 
@@ -179,6 +200,11 @@ class KVCache(StateComponent):
         grown = max(need, 2 * self.capacity, SHARED_CHUNK)
         grown = min(-(-grown // SHARED_CHUNK) * SHARED_CHUNK, max(self.max_length, need))
         for slot in self.slots:
+            if self._windowed(slot):   # allocated once at its capacity, never grown
+                if slot.value is None:
+                    slot.value = self.backend.full(slot.past.dtype,
+                                                   self._shape(slot, ctx.batch, self.window.capacity), 0)
+                continue
             if slot.value is None:
                 slot.value = self.backend.full(slot.past.dtype, self._shape(slot, ctx.batch, grown), 0)
                 continue

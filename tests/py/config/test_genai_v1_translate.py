@@ -151,10 +151,34 @@ def test_session_options_and_providers():
 
 
 def test_sliding_window():
+    # what the model builder writes for cpu / cuda (onnxruntime-genai 0.18)
     g = genai()
-    g["model"]["decoder"]["sliding_window"] = {"window_size": 16, "layers": [0, 2]}
+    g["model"]["decoder"]["sliding_window"] = {"window_size": 16, "slide_key_value_cache": False,
+                                               "slide_inputs": False, "layers": [0, 2], "cache_slack": 0}
     sw = translated(g)[1].pipeline.state.kv_cache.sliding_window
-    assert (sw.window_size, sw.layers) == (16, (0, 2))
+    assert (sw.window_size, sw.layers, sw.cache_slack) == (16, (0, 2), 0)
+    g["model"]["decoder"]["sliding_window"].update(cache_slack=5, alignment="left", pad_value=0)
+    assert translated(g)[1].pipeline.state.kv_cache.sliding_window.cache_slack == 5
+
+
+@pytest.mark.parametrize("window, path, text", [
+    # onnxruntime-genai's defaults for absent flags are true: its QNN sliding cache
+    ({"window_size": 16}, "slide_key_value_cache",
+     "slide_key_value_cache: only false is supported (the bounded cache that GroupQueryAttention "
+     "evicts from, as the model builder writes for cpu and cuda); found boolean true (the default when absent)"),
+    ({"window_size": 16, "slide_key_value_cache": False, "slide_inputs": True}, "slide_inputs",
+     "slide_inputs: only false is supported"),
+    ({"window_size": 16, "slide_key_value_cache": False, "slide_inputs": False, "window": 3}, "window",
+     'unknown key "window"; valid keys: window_size, layers, cache_slack'),
+])
+def test_sliding_window_we_cannot_run_is_rejected(window, path, text):
+    g = genai()
+    g["model"]["decoder"]["sliding_window"] = window
+    with pytest.raises(ConfigError) as info:
+        genai_v1.translate(g)
+    assert info.value.path == f"$.model.decoder.sliding_window.{path}"
+    assert info.value.file == "genai_config.json"
+    assert text in info.value.message
 
 
 @pytest.mark.parametrize("section", ["vision", "speech", "encoder", "embedding"])

@@ -79,13 +79,12 @@ def test_continuing_from_a_shared_prefix_gives_a_fresh_runs_tokens(pipe, expecte
     pipe.generate(input_ids=ids, max_new_tokens=12, ignore_eos=True)
     # the state now holds ids + 11 generated tokens; continue from a branch after 6 of them
     follow = ids + greedy[:6] + [5, 9]
-    kept = pipe._continue_from(follow)
+    kept = pipe.conversation.continue_from(follow)
     assert kept == [5, 9] and len(pipe.history) == len(ids) + 6
     probe = LogitsProbe()
     fresh = onnxpipe.load(pipe.config.bundle_dir, backend=probe)
     want = fresh.generate(input_ids=follow, max_new_tokens=10, ignore_eos=True).tokens
-    got = pipe._collect(kept, len(follow), pipe.defaults.__class__(**{**pipe.defaults.__dict__,
-                        "max_new_tokens": 10, "ignore_eos": True}))
+    got = pipe.generation.collect(kept, len(follow), pipe.loaded.options({"ignore_eos": True}, 10))
     # off the fixture's greedy path nothing guarantees decisive steps: the margin rule
     assert_greedy_agrees(got.tokens, want, margins(probe.step_logits()), FP32_KERNELS, "continued vs fresh")
     assert len(got.tokens) == len(want)

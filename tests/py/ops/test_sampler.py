@@ -290,3 +290,55 @@ def test_same_seed_same_tokens():
     expected = [reference_next_token(step[0].tolist(), temperature=0.9, top_k=40, top_p=0.95, min_p=0.0,
                                      uniform=rng.random()) for step in logits]
     assert first == expected
+
+
+# --- float16 logits (fp16 models): the graphs widen them to float32 first, exactly -----------
+
+def _fp16_rows(rng, rows, vocab, scale):
+    """float16 logits whose rounding makes ties among the top values (a float16 model's own)."""
+    logits = (rng.standard_normal((rows, vocab)) * scale).astype(np.float16)
+    logits[:, 3] = logits.max(axis=1)  # a tie with the maximum: the lower index must win
+    return logits
+
+
+@pytest.mark.parametrize("vocab,scale", [(50, 1.0), (1000, 4.0), (5000, 12.0)])
+def test_greedy_on_float16_equals_the_reference_on_the_widened_values(vocab, scale):
+    rng = np.random.default_rng(vocab)
+    logits = _fp16_rows(rng, 4, vocab, scale)
+    prev = rng.integers(0, vocab, (4, 6))
+    for penalty in (None, 1.3):
+        got = greedy(logits, dtype="float16", penalty=penalty, prev_tokens=None if penalty is None else prev)
+        for b in range(4):
+            row = logits[b].astype(np.float32).tolist()  # exact: every float16 is a float32
+            extra = {} if penalty is None else {"penalty": penalty, "prev_tokens": prev[b].tolist()}
+            assert got[b] == reference_greedy_token(row, **extra), (penalty, b)
+
+
+def test_sampler_runs_float16_logits_from_a_backend():
+    """search.sampler.Sampler on a NativeBackend given float16 logits, as a fp16 model makes
+    them: the same tokens as the reference on the widened values, seed for seed."""
+    from onnxpipe.backends.base import TensorInfo
+    from onnxpipe.backends.native import NativeBackend
+    from onnxpipe.search.options import SearchOptions
+    from onnxpipe.search.sampler import Sampler
+
+    backend = NativeBackend()
+    rng = np.random.default_rng(3)
+    steps = [_fp16_rows(rng, 1, 300, 3.0)[:, None, :] for _ in range(12)]  # [1, 1, V] each
+    info = TensorInfo("logits", "float16", ("batch", "seq", 300))
+    for options in (SearchOptions(), SearchOptions(do_sample=True, temperature=0.9, top_k=40, top_p=0.95,
+                                                   repetition_penalty=1.2, random_seed=9)):
+        sampler = Sampler(backend, "cpu", options, info)
+        draws = random.Random(9)
+        history = [7, 8]
+        for step in steps:
+            token = sampler(backend.tensor(step.reshape(-1).tolist(), "float16", step.shape), history)
+            row = step.reshape(-1).astype(np.float32).tolist()
+            pen = {"penalty": options.repetition_penalty, "prev_tokens": history}
+            if options.do_sample:
+                want = reference_next_token(row, temperature=0.9, top_k=40, top_p=0.95, min_p=0.0,
+                                            uniform=draws.random(), **pen)
+            else:
+                want = reference_greedy_token(row, **pen)
+            assert token == want
+            history = history + [token]

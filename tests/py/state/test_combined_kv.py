@@ -88,6 +88,6 @@ def test_combined_cache_continues_by_replaying_when_it_cannot_rewind(tmp_path):
     first = pipe.generate(input_ids=ids, max_new_tokens=6).tokens
     assert_greedy_agrees(first, *reference(ids, 6), FP32_KERNELS)
     branch = ids + first[:3] + [2]
-    new_ids = pipe._continue_from(branch)
+    new_ids = pipe.conversation.continue_from(branch)
     assert new_ids == branch          # combined caches don't rewind: the whole prompt runs again
     assert_greedy_agrees(pipe.generate(input_ids=branch, max_new_tokens=10).tokens, *reference(branch, 10), FP32_KERNELS)

@@ -4,6 +4,8 @@ export interface BundleEntry {
   name: string;
   label: string;
   url: string;
+  /** What the bundle does, when index.json says: the chat lists text bundles, the speech page speech ones. */
+  kind?: 'text' | 'speech';
 }
 
 export const DEFAULT_BUNDLE = 'smollm2-135m-instruct';
@@ -20,14 +22,16 @@ function entry(raw: unknown): BundleEntry | null {
   if (typeof item.name !== 'string' || !item.name) return null;
   const url = typeof item.url === 'string' ? new URL(item.url, document.baseURI).href : bundleUrl(item.name);
   const label = typeof item.label === 'string' ? item.label : item.name;
-  return { name: item.name, label, url };
+  const kind = item.kind === 'text' || item.kind === 'speech' ? item.kind : undefined;
+  return { name: item.name, label, url, kind };
 }
 
 /**
  * Accepted index.json shapes: ["name", ...], or {"bundles": [...]} whose items are names or
- * {"name", "url"?, "label"?}. Anything else (missing, HTML fallback, bad JSON) -> the default.
+ * {"name", "url"?, "label"?, "kind"?}. Anything else (missing, HTML fallback, bad JSON) -> the default.
+ * With ``kind``, bundles declared as another kind are left out (undeclared ones stay).
  */
-export async function listBundles(): Promise<BundleEntry[]> {
+export async function listBundles(kind?: 'text' | 'speech'): Promise<BundleEntry[]> {
   const fallback = [entry(DEFAULT_BUNDLE) as BundleEntry];
   try {
     const response = await fetch(new URL('models/index.json', document.baseURI), { cache: 'no-cache' });
@@ -35,7 +39,8 @@ export async function listBundles(): Promise<BundleEntry[]> {
     const data: unknown = JSON.parse(await response.text());
     const items = Array.isArray(data) ? data : (data as { bundles?: unknown } | null)?.bundles;
     if (!Array.isArray(items)) return fallback;
-    const entries = items.map(entry).filter((e): e is BundleEntry => e !== null);
+    const entries = items.map(entry)
+      .filter((e): e is BundleEntry => e !== null && (!kind || !e.kind || e.kind === kind));
     return entries.length ? entries : fallback;
   } catch {
     return fallback;

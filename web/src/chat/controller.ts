@@ -38,12 +38,13 @@ export class ChatController {
     const bundle = loader.bundle;
     if (!bundle || this.state.status === 'loading' || this.busy) return;
     const ep = loader.ep;
+    const dtype = loader.dtypeFor(bundle);
     error.clear();
-    Object.assign(this.state, { bundle: bundle.name, ep, loaded: null, warnings: [], lastError: null });
+    Object.assign(this.state, { bundle: bundle.name, ep, dtype: dtype ?? null, loaded: null, warnings: [], lastError: null });
     this.setStatus('loading');
-    loader.showLoading(bundle, ep);
+    loader.showLoading(bundle, ep, dtype);
     try {
-      const info = await this.client.load(bundle.url, { ep, onProgress: (e) => loader.progress.update(e) });
+      const info = await this.client.load(bundle.url, { ep, dtype, onProgress: (e) => loader.progress.update(e) });
       this.state.loaded = info;
       this.state.warnings = loadWarnings(info, ep);
       loader.showLoaded(info, ep);

@@ -3,6 +3,7 @@
 import type { ExecutionProvider, LoadedInfo } from '../protocol';
 import type { BundleEntry } from './bundles';
 import { el, labelled } from './dom';
+import { DtypePicker } from './dtype-picker';
 import { formatMs } from './format';
 import { ProgressView } from './progress';
 
@@ -30,6 +31,7 @@ export class LoaderPanel {
   readonly progress = new ProgressView();
   private readonly bundleSelect: HTMLSelectElement;
   private readonly epSelect: HTMLSelectElement;
+  private readonly dtypePicker: DtypePicker;
   private readonly button: HTMLButtonElement;
   private readonly status: HTMLElement;
   private readonly warnings: HTMLUListElement;
@@ -38,6 +40,8 @@ export class LoaderPanel {
   constructor(onLoad: () => void) {
     this.bundleSelect = el('select', { 'data-testid': 'bundle-select', name: 'bundle' });
     this.epSelect = el('select', { 'data-testid': 'ep-select', name: 'ep' });
+    this.dtypePicker = new DtypePicker(onLoad);
+    this.bundleSelect.addEventListener('change', () => this.dtypePicker.follow(this.bundle?.name));
     for (const ep of availableProviders()) this.epSelect.append(el('option', { value: ep, text: EP_LABEL[ep] }));
     this.button = el('button', { type: 'submit', class: 'primary', 'data-testid': 'load-button', text: 'Load' });
     this.status = el('p', { class: 'load-status', 'data-testid': 'load-status', role: 'status', text: 'No model loaded.' });
@@ -45,6 +49,7 @@ export class LoaderPanel {
     const form = el('form', { class: 'loader-form', 'aria-label': 'Model' },
       labelled('Model bundle', this.bundleSelect),
       labelled('Execution provider', this.epSelect),
+      this.dtypePicker.root,
       this.button);
     form.addEventListener('submit', (event) => {
       event.preventDefault();
@@ -64,6 +69,11 @@ export class LoaderPanel {
     return this.bundles.find((b) => b.name === this.bundleSelect.value) ?? this.bundles[0];
   }
 
+  /** The dtype picked for ``bundle`` (undefined: its default, or a bundle without a choice). */
+  dtypeFor(bundle: BundleEntry): string | undefined {
+    return this.dtypePicker.requested(bundle.name);
+  }
+
   get ep(): ExecutionProvider {
     return this.epSelect.value === 'webgpu' ? 'webgpu' : 'wasm';
   }
@@ -72,25 +82,29 @@ export class LoaderPanel {
   setBusy(busy: boolean, loaded: boolean): void {
     this.bundleSelect.disabled = busy;
     this.epSelect.disabled = busy;
+    this.dtypePicker.disabled = busy;
     this.button.disabled = busy || this.bundles.length === 0;
     this.button.textContent = loaded ? 'Reload' : 'Load';
   }
 
-  showLoading(bundle: BundleEntry, ep: ExecutionProvider): void {
+  showLoading(bundle: BundleEntry, ep: ExecutionProvider, dtype?: string): void {
     this.progress.reset();
     this.setWarnings([]);
     this.status.dataset.state = 'loading';
-    this.status.textContent = `Loading ${bundle.label} on ${EP_LABEL[ep]}…`;
+    this.status.textContent = `Loading ${bundle.label}${dtype ? ` (${dtype})` : ''} on ${EP_LABEL[ep]}…`;
   }
 
   showLoaded(info: LoadedInfo, ep: ExecutionProvider): void {
     this.progress.finish(true);
+    // the bundle picker is locked while loading, so it still names the bundle just loaded
+    const bundle = this.bundle?.name;
+    if (bundle) this.dtypePicker.show(info, bundle);
     this.status.dataset.state = 'loaded';
     const sessions = Object.entries(info.sessions)
       .map(([name, s]) => `${name}: ${s.provider} (${s.file})`).join(', ');
     const template = info.hasChatTemplate || info.kind === 'speech' ? '' : ' · no chat template';
     this.status.textContent =
-      `Loaded ${info.bundle} in ${formatMs(info.loadMs)} (runtime boot ${formatMs(info.bootMs)}) · ` +
+      `Loaded ${info.bundle}${info.dtype ? ` (${info.dtype})` : ''} in ${formatMs(info.loadMs)} (runtime boot ${formatMs(info.bootMs)}) · ` +
       `${info.structure} · ${sessions || 'no sessions'}${template}`;
     this.setWarnings(loadWarnings(info, ep));
   }

@@ -11,6 +11,8 @@ export interface ChatState {
   /** Bundle name and provider of the last load request. */
   bundle: string | null;
   ep: ExecutionProvider | null;
+  /** The dtype the last load asked for (null: the folder's default; the opened one is loaded.dtype). */
+  dtype: string | null;
   loaded: LoadedInfo | null;
   /** Shown warnings: the worker's plus any provider fallback found by the page. */
   warnings: string[];
@@ -24,7 +26,7 @@ export interface ChatState {
 
 export function initialState(): ChatState {
   return {
-    status: 'idle', bundle: null, ep: null, loaded: null, warnings: [],
+    status: 'idle', bundle: null, ep: null, dtype: null, loaded: null, warnings: [],
     messages: [], streaming: '', lastResult: null, lastError: null,
   };
 }

@@ -8,6 +8,6 @@ export const DEFAULT_VOICE = 'piper-en-us-joe';
  * offered, and the page says so when a loaded one turns out not to speak. */
 export async function listVoices(): Promise<BundleEntry[]> {
   const voice: BundleEntry = { name: DEFAULT_VOICE, label: DEFAULT_VOICE, url: bundleUrl(DEFAULT_VOICE) };
-  const listed = await listBundles();
+  const listed = await listBundles('speech');
   return [voice, ...listed.filter((b) => b.name !== DEFAULT_VOICE && b.name !== DEFAULT_BUNDLE)];
 }

@@ -1,0 +1,64 @@
+"""Chat that continues its state: only the tokens the state hasn't seen are run."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from ..errors import InputError
+from ..loops import Timing
+from .text_generation import GenerationResult, StreamEvent
+
+
+class Conversation:
+    def __init__(self, generation):
+        self.generation = generation
+        self.loaded = generation.loaded
+
+    def prompt_ids(self, messages: list[dict]) -> list[int]:
+        """The chat template applied to ``messages`` (with the generation prompt), as ids."""
+        text = self.loaded.tokenizer()
+        if not messages:
+            raise InputError("chat: messages is empty")
+        for i, m in enumerate(messages):
+            if not isinstance(m, dict) or "role" not in m or "content" not in m:
+                raise InputError(f"chat: messages[{i}] must be an object with role and content")
+        prompt = text.apply_chat_template(messages, add_generation_prompt=True)
+        return text.encode(prompt, add_special_tokens=False)
+
+    def _prepare(self, messages, max_new_tokens, search):
+        self.loaded.require_loop(True, "run(inputs=...); generate() and chat() need a token loop")
+        ids = self.prompt_ids(messages)
+        opts = self.loaded.options(search, max_new_tokens)
+        self.generation.check_length(len(ids), opts)
+        return ids, opts
+
+    def stream(self, messages: list[dict], max_new_tokens=None, **search) -> Iterator[StreamEvent]:
+        """Continue the conversation, yielding text deltas."""
+        ids, opts = self._prepare(messages, max_new_tokens, search)
+        return self.generation.continue_stream(self.continue_from(ids), opts, Timing())
+
+    def chat(self, messages: list[dict], max_new_tokens=None, on_event=None, cancel=None,
+             **search) -> GenerationResult:
+        """Continue the conversation (see ``stream``) and return the whole reply."""
+        ids, opts = self._prepare(messages, max_new_tokens, search)
+        new_ids = self.continue_from(ids)
+        return self.generation.collect(new_ids, len(ids), opts, None, on_event, cancel)
+
+    def continue_from(self, ids: list[int]) -> list[int]:
+        """Rewind the state to the longest prefix it shares with ``ids``; return the rest."""
+        generation, executor = self.generation, self.loaded.executor
+        history = generation.history
+        keep = 0
+        for a, b in zip(history, ids):
+            if a != b:
+                break
+            keep += 1
+        keep = min(keep, len(ids) - 1)   # always run at least one token
+        # a plugin that lengthened the sequence (e.g. prepended audio frames) leaves positions
+        # the history doesn't count: start over rather than cut at the wrong place
+        aligned = executor.length == len(history)
+        if keep == 0 or not aligned or not executor.rewind(keep):
+            generation.reset()
+            return ids
+        del history[keep:]
+        return ids[keep:]

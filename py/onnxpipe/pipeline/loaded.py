@@ -1,0 +1,141 @@
+"""A loaded bundle: sessions open, state empty; the inputs, options and sampler every job uses."""
+
+from __future__ import annotations
+
+from ..engine import controls as control_values
+from ..engine.build import assemble, structure
+from ..errors import InputError
+from ..loops import loop_for
+from ..onnx_info.session import SessionGraph
+from ..search import options as search_options
+from ..search.sampler import Sampler
+
+
+def _native_text(bundle_dir, spec):
+    from ..text import load_text_processor
+
+    return load_text_processor(bundle_dir, spec)
+
+
+def _native_phonemizer(bundle_dir, spec):
+    from ..phonemes import load_phonemizer
+
+    return load_phonemizer(bundle_dir, spec)
+
+
+class LoadedPipeline:
+    def __init__(self, config, backend, providers=None, text=True, text_loader=None, variant=None,
+                 phonemizer_loader=None):
+        self.config = config
+        self.spec = config.spec
+        self.backend = backend
+        self.loop = loop_for(self.spec.generation.loop, config.file)
+        assembly = assemble(config, backend, providers, variant)
+        self.sessions = assembly.sessions
+        self.executor = assembly.executor
+        self.warnings = assembly.warnings
+        self.structure = structure(self.spec)
+        self.defaults = search_options.defaults_from(self.spec.generation)
+        self.text = self._load_text(text_loader or _native_text) if text else None
+        phonemes = self.spec.preprocessing.phonemes
+        self.phonemizer = ((phonemizer_loader or _native_phonemizer)(config.bundle_dir, phonemes)
+                           if phonemes is not None else None)
+        self.controls = control_values.controls(self.spec.pipeline.inputs)
+        self._vocab_size: int | None = None
+
+    def _load_text(self, loader):
+        spec = self.spec.preprocessing.text
+        try:
+            return loader(self.config.bundle_dir, spec)
+        except Exception:
+            if spec is not None:
+                raise
+            return None   # no tokenizer declared or found: ids in, ids out
+
+    # ---- what the bundle is ------------------------------------------------------------------
+
+    @property
+    def kind(self) -> str:
+        """"speech" when pipeline.output is a waveform (use speak), else "text"."""
+        out = self.spec.pipeline.output
+        return "speech" if out is not None and out.audio is not None else "text"
+
+    @property
+    def eos(self) -> tuple[int, ...]:
+        """Stop ids: the bundle's tokens.eos, else the tokenizer's."""
+        eos = tuple(self.spec.tokens.eos)
+        if not eos and self.text is not None:
+            eos = tuple(getattr(self.text, "eos_token_ids", ()) or ())
+        return eos
+
+    @property
+    def vocab_size(self) -> int | None:
+        """The logits' width: from the session's I/O, else detected in its graph (read once)."""
+        if self._vocab_size is None and "logits" in self.executor.plan.pipeline_outputs:
+            session, name = self.executor.plan.pipeline_outputs["logits"]
+            shape = self.sessions[session].outputs[name].shape
+            dim = shape[-1] if shape else None   # onnxruntime-web may report no shape at all
+            if not isinstance(dim, int):   # symbolic: ask the graph itself
+                facts = SessionGraph(self.backend, self.sessions[session]).facts()
+                found = facts.vocab_size(name) if facts is not None else None
+                dim = found.value if found is not None else None
+            self._vocab_size = dim
+        return self._vocab_size
+
+    def tokenizer(self):
+        if self.text is None:
+            raise InputError(f"this bundle has no tokenizer ({self.config.bundle_dir}); pass input_ids=")
+        return self.text
+
+    def require_loop(self, makes_tokens: bool, use: str) -> None:
+        """Refuse a job this bundle's loop strategy doesn't do; ``use`` names the right call."""
+        if self.loop.makes_tokens != makes_tokens:
+            raise InputError(f'this bundle\'s loop is "{self.loop.name}": use {use}')
+
+    # ---- per call ------------------------------------------------------------------------------
+
+    def options(self, search: dict | None = None, max_new_tokens=None):
+        """Search options: the bundle's defaults with ``search`` (and ``max_new_tokens``) over them."""
+        search = dict(search or {})
+        if max_new_tokens is not None:
+            search["max_new_tokens"] = max_new_tokens
+        return search_options.resolve(self.defaults, search)
+
+    def sampler(self, options) -> Sampler:
+        """A sampler for ``options`` on the engine and provider that make the logits."""
+        info, provider = self._logits_info()
+        return Sampler(self.backend, provider, options, info)
+
+    def _logits_info(self):
+        session, name = self.executor.plan.pipeline_outputs["logits"]
+        return self.sessions[session].outputs[name], self.sessions[session].provider
+
+    def inputs(self, given=None, controls=None, provided=()) -> dict:
+        """Host values for the caller's pipeline inputs: controls resolved, ``given`` checked
+        ((flat values, shape) or an array by name); ``provided`` are inputs a front end adds."""
+        extra = control_values.resolve(self.spec.pipeline.inputs, controls or {})
+        plan = self.executor.plan
+        for name, value in (given or {}).items():
+            if hasattr(value, "shape") and hasattr(value, "tolist"):   # an array
+                value = (value.reshape(-1).tolist(), tuple(value.shape))
+            if not (isinstance(value, tuple) and len(value) == 2):
+                raise InputError(f'inputs["{name}"]: expected (flat values, shape) or an array')
+            values, shape = value
+            count = 1
+            for d in shape:
+                count *= d
+            if count != len(values):
+                raise InputError(f'inputs["{name}"]: {len(values)} values do not fill shape {tuple(shape)}')
+            if name not in plan.pipeline_inputs:
+                raise InputError(f'inputs["{name}"]: not a pipeline input of this bundle; it takes '
+                                 f"{', '.join(sorted(plan.pipeline_inputs))}")
+            extra[name] = (list(values), tuple(shape))
+        missing = sorted(plan.caller_inputs - set(extra) - set(provided))
+        if missing:
+            raise InputError(f"this pipeline needs input(s) {', '.join(missing)}: pass "
+                             f'inputs={{"{missing[0]}": (values, shape)}}')
+        return extra
+
+    def reset(self) -> None:
+        """Empty state (no positions held)."""
+        self.executor.reset()

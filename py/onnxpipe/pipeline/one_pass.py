@@ -1,0 +1,42 @@
+"""Single-pass runs: every phase once on the caller's inputs; the result is engine tensors."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..errors import InputError
+
+
+@dataclass
+class RunResult:
+    """What a single-pass run made: engine tensors by pipeline output name."""
+
+    outputs: dict
+    compute_seconds: float
+    backend: object = field(repr=False, default=None)
+
+    def read(self, name: str = "output") -> tuple[list, tuple[int, ...]]:
+        """(flat values, shape) of one output, copied out of the engine."""
+        if name not in self.outputs:
+            raise InputError(f'no output "{name}"; this pipeline made {", ".join(self.outputs) or "none"}')
+        tensor = self.outputs[name]
+        return self.backend.to_list(tensor), self.backend.shape(tensor)
+
+
+class OnePass:
+    def __init__(self, loaded):
+        self.loaded = loaded
+
+    def run(self, inputs=None, **controls) -> RunResult:
+        """Run the flow once on ``inputs`` (name -> (flat values, shape) or an array) and
+        ``controls`` (pipeline.inputs by name)."""
+        loaded = self.loaded
+        loaded.require_loop(False, "generate() or chat()")
+        return self.run_values(loaded.inputs(inputs, controls))
+
+    def run_values(self, values: dict) -> RunResult:
+        """Run on already resolved host values (a front end's or ``LoadedPipeline.inputs``)."""
+        loaded = self.loaded
+        loaded.reset()
+        outputs, seconds = loaded.loop(loaded.executor).run(values)
+        return RunResult(outputs, seconds, loaded.backend)

@@ -1,0 +1,152 @@
+"""transformers.js / Optimum folders read as pipeline.json v2: translation, dtype defaults and
+choice, and the error paths. Folders are the tjs_* fixtures, or made in tmp_path with
+placeholder .onnx files (translation never opens them)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from onnxpipe.config import transformers_js as tjs
+from onnxpipe.config.load import load_config
+from onnxpipe.errors import BundleError
+from tests.fixtures import tiny_models
+
+CONFIG = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
+          "max_position_embeddings": 256, "eos_token_id": 2, "bos_token_id": 1}
+
+
+def folder(tmp_path, files, config=CONFIG, generation=None, name="tjs"):
+    out = tmp_path / name
+    out.mkdir()
+    (out / "config.json").write_text(json.dumps(config))
+    if generation is not None:
+        (out / "generation_config.json").write_text(json.dumps(generation))
+    for rel in files:
+        (out / rel).parent.mkdir(parents=True, exist_ok=True)
+        (out / rel).write_bytes(b"placeholder")
+    return out
+
+
+def decoder(doc):
+    return doc["pipeline"]["sessions"]["decoder"]
+
+
+def test_fixture_folder_translates(tjs_bundle):
+    exp = tiny_models.load_expected(tjs_bundle)
+    doc = tjs.translate(str(tjs_bundle))
+    gen_cfg = json.loads((tjs_bundle / "generation_config.json").read_text())
+    assert doc["tokens"]["eos"] == [exp["eos_token_id"]]
+    assert (doc["tokens"]["bos"], doc["tokens"]["pad"]) == (gen_cfg["bos_token_id"], gen_cfg["pad_token_id"])
+    assert doc["generation"]["max_length"] == len(exp["input_ids"]) + exp["max_new_tokens"]
+    assert doc["preprocessing"]["text"] == {"tokenizer": "tokenizer.json", "config": "tokenizer_config.json",
+                                            "chat_template": "chat_template.jinja"}
+    assert doc["metadata"]["model_type"] == exp["model_type"]
+    # dtype None: each provider gets its variant (every fixture has fp16, wasm's first choice)
+    files = {d: v["file"] for d, v in exp["variants"].items()}
+    assert decoder(doc)["file"]["cpu"] == files["fp32"]
+    assert decoder(doc)["file"]["wasm"] == files["fp16"]
+    assert decoder(doc)["file"]["webgpu"] == files.get("q4f16", files.get("fp16"))
+    config = load_config(tjs_bundle)
+    assert config.dtype is None and config.dtypes == tuple(exp["variants"])
+    assert config.file == str(tjs_bundle / "config.json")
+
+
+def test_external_data_is_listed():
+    bundle = tiny_models.ensure("tjs_qwen2")
+    doc = tjs.translate(str(bundle), "fp16")
+    assert decoder(doc) == {"file": "onnx/model_fp16.onnx", "external_data": ["onnx/model_fp16.onnx_data"]}
+    per_ep = decoder(tjs.translate(str(bundle)))["external_data"]
+    assert per_ep["cpu"] == ["onnx/model.onnx_data"]
+    assert load_config(bundle, dtype="q4f16").spec.pipeline.sessions["decoder"].data_for("wasm") == (
+        "onnx/model_q4f16.onnx_data",)
+
+
+def test_optimum_split_data_and_root_layout(tmp_path):
+    # Optimum puts model.onnx beside config.json and splits large weights: _data, _data_1, ...
+    out = folder(tmp_path, ["model.onnx", "model.onnx_data", "model.onnx_data_1", "model.onnx_data_2"])
+    assert decoder(tjs.translate(str(out), "fp32")) == {
+        "file": "model.onnx", "external_data": ["model.onnx_data", "model.onnx_data_1", "model.onnx_data_2"]}
+
+
+def test_defaults_per_provider(tmp_path):
+    out = folder(tmp_path, [f"onnx/model{s}.onnx" for s in ("", "_fp16", "_quantized", "_q4", "_q4f16")])
+    assert tjs.offered_dtypes(str(out)) == ["fp32", "fp16", "q8", "q4", "q4f16"]
+    assert tjs.chosen_dtypes(str(out), None) == {"cpu": "fp32", "wasm": "fp16", "webgpu": "q4f16"}
+    spec = load_config(out).spec.pipeline.sessions["decoder"]
+    assert spec.file_for("webgpu") == "onnx/model_q4f16.onnx"
+    assert spec.file_for("cuda") == "onnx/model.onnx"      # any other provider: the cpu choice
+    only_q4 = folder(tmp_path, ["onnx/model_q4.onnx"], name="q4only")
+    assert tjs.chosen_dtypes(str(only_q4), None) == {"cpu": "q4", "wasm": "q4", "webgpu": "q4"}
+
+
+def test_dtype_choice(tmp_path):
+    out = folder(tmp_path, ["onnx/model.onnx", "onnx/model_int8.onnx", "onnx/model_bnb4.onnx"])
+    config = load_config(out, dtype="int8")
+    assert config.dtype == "int8" and config.dtypes == ("fp32", "int8", "bnb4")
+    assert config.spec.pipeline.sessions["decoder"].file == "onnx/model_int8.onnx"
+
+
+def test_merged_decoder_is_found():
+    bundle = tiny_models.ensure("tjs_qwen3_merged")
+    assert decoder(tjs.translate(str(bundle), "q4"))["file"] == "onnx/decoder_model_merged_q4.onnx"
+
+
+def test_model_preferred_over_merged(tmp_path):
+    out = folder(tmp_path, ["onnx/decoder_model_merged.onnx", "onnx/model.onnx", "onnx/decoder_model_merged_fp16.onnx"])
+    assert tjs.dtype_files(str(out)) == {"fp32": "onnx/model.onnx", "fp16": "onnx/decoder_model_merged_fp16.onnx"}
+
+
+def test_generation_config_defaults(tmp_path):
+    gen = {"do_sample": True, "temperature": 0.7, "top_k": 20, "top_p": 0.8, "repetition_penalty": 1.1,
+           "max_new_tokens": 128, "eos_token_id": [2, 7], "bos_token_id": 1, "pad_token_id": None}
+    out = folder(tmp_path, ["onnx/model.onnx"], generation=gen)
+    spec = load_config(out).spec
+    s = spec.generation.sampling
+    assert (s.do_sample, s.temperature, s.top_k, s.top_p, s.repetition_penalty) == (True, 0.7, 20, 0.8, 1.1)
+    assert spec.tokens.eos == (2, 7) and spec.tokens.bos == 1 and spec.tokens.pad is None   # null: none
+    assert spec.generation.max_length == CONFIG["max_position_embeddings"]   # no max_length: the context
+    assert spec.metadata["max_new_tokens"] == 128
+
+
+def test_eos_falls_back_to_config_json(tmp_path):
+    out = folder(tmp_path, ["onnx/model.onnx"])
+    assert load_config(out).spec.tokens.eos == (2,)
+    nulls = folder(tmp_path, ["onnx/model.onnx"], generation={"eos_token_id": None}, name="nulls")
+    assert load_config(nulls).spec.tokens.eos == (2,)
+
+
+def test_folder_with_no_onnx_file(tmp_path):
+    out = folder(tmp_path, ["onnx/readme.txt", "tokenizer.json"])
+    with pytest.raises(BundleError) as info:
+        load_config(out)
+    assert str(out / "onnx") in info.value.message
+    assert "onnx/model.onnx" in info.value.message
+
+
+def test_missing_dtype_lists_the_offered_ones(tmp_path):
+    out = folder(tmp_path, ["onnx/model.onnx", "onnx/model_q4.onnx"])
+    with pytest.raises(BundleError) as info:
+        load_config(out, dtype="fp16")
+    assert 'dtype "fp16" is not in this folder' in info.value.message
+    assert "it has fp32, q4" in info.value.message
+    with pytest.raises(BundleError) as info:
+        load_config(out, dtype="fp8")
+    assert "transformers.js dtypes: fp32, fp16, q8" in info.value.message
+
+
+def test_dtype_for_a_bundle_without_a_choice(torch_llama):
+    with pytest.raises(BundleError) as info:
+        load_config(torch_llama, dtype="fp16")
+    assert str(torch_llama / "pipeline.json") in info.value.message
+    assert "offers no dtype choice" in info.value.message
+    assert load_config(torch_llama).dtypes == ()
+
+
+def test_pipeline_json_wins_over_the_layout(tmp_path, torch_llama):
+    out = tmp_path / "both"
+    shutil.copytree(torch_llama, out)
+    (out / "config.json").write_text(json.dumps(CONFIG))
+    assert load_config(out).file == str(out / "pipeline.json")
