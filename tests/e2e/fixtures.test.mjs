@@ -32,6 +32,10 @@ print(json.dumps(out))`;
   return JSON.parse(execFileSync(python(), ['-c', script, FIXTURE_CACHE, ...names], { encoding: 'utf8' }));
 }
 
+/** Load options that open the file expected.json's greedy tokens came from: a transformers.js
+ * folder's fp32 decoder (its own default differs per provider), else the bundle as it is. */
+const fileOf = (e, ep) => (e.variants ? { ep, dtype: 'fp32' } : { ep });
+
 /** The generate request that reproduces expected.json: its prompt ids, greedy, past eos. */
 const requestFor = (e) => ({
   inputIds: e.input_ids,
@@ -69,7 +73,7 @@ describe('WASM: every tiny fixture equals its native greedy tokens', { timeout: 
     test(name, async () => {
       const e = expected[name];
       assertDecisive(e, name);
-      const loaded = await loadBundle(page, `${server.url}fixtures/${name}/`, { ep: 'wasm' });
+      const loaded = await loadBundle(page, `${server.url}fixtures/${name}/`, fileOf(e, 'wasm'));
       for (const [session, s] of Object.entries(loaded.info.sessions)) {
         assert.match(s.provider, /wasm/i, `${session} runs on ${s.provider}`);
       }
@@ -87,7 +91,7 @@ describe('WASM: every tiny fixture equals its native greedy tokens', { timeout: 
     if (names.length === 0) return t.skip('no fixtures');
     const name = names.includes('genai_llama_noshare') ? 'genai_llama_noshare' : names[0];
     const e = expected[name];
-    await loadBundle(page, `${server.url}fixtures/${name}/`, { ep: 'wasm' });
+    await loadBundle(page, `${server.url}fixtures/${name}/`, fileOf(e, 'wasm'));
     const cancelled = await generate(page, requestFor(e), { cancelAfter: 2 });
     assert.equal(cancelled.result.finish_reason, 'cancelled');
     assert.ok(cancelled.result.tokens.length >= 2, `at least the 2 streamed tokens: ${cancelled.result.tokens.length}`);
@@ -132,7 +136,7 @@ describe('WebGPU (SwiftShader): smallest vocabularies', { timeout: TIMEOUTS.file
       assertDecisive(e, name);
       const fresh = await openRuntimePage(context, server.url);
       try {
-        const loaded = await loadBundle(fresh, `${server.url}fixtures/${name}/`, { ep: 'webgpu' });
+        const loaded = await loadBundle(fresh, `${server.url}fixtures/${name}/`, fileOf(e, 'webgpu'));
         for (const [session, s] of Object.entries(loaded.info.sessions)) {
           assert.match(s.provider, /webgpu/i, `${name}: ${session} runs on ${s.provider}, not webgpu`);
         }
@@ -155,7 +159,7 @@ describe('WebGPU (SwiftShader): smallest vocabularies', { timeout: TIMEOUTS.file
     const [small, big] = picks;
     if (!big) return t.skip('needs two fixtures');
     for (const name of [small, big]) {
-      await loadBundle(page, `${server.url}fixtures/${name}/`, { ep: 'webgpu' });
+      await loadBundle(page, `${server.url}fixtures/${name}/`, fileOf(expected[name], 'webgpu'));
       const { result } = await generate(page, requestFor(expected[name]));
       assert.deepEqual(result.tokens, expected[name].greedy_tokens, `${name} on WebGPU after ${small} in one worker`);
     }
