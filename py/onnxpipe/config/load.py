@@ -76,28 +76,24 @@ def load_config(path: str, dtype: str | None = None) -> LoadedConfig:
         name = next((n for n in (PIPELINE_FILE, genai_v1.FILE)
                      if os.path.isfile(os.path.join(bundle_dir, n))), None)
         if name is None and transformers_js.looks_like(bundle_dir):
-            return _load_transformers_js(bundle_dir, dtype)
+            name = transformers_js.CONFIG_FILE
         if name is None:
             raise BundleError(f"{path}: no {PIPELINE_FILE} or {genai_v1.FILE} in this folder, nor a "
                               f"transformers.js layout ({transformers_js.CONFIG_FILE} + onnx/model.onnx)")
     else:
         raise BundleError(f"{path}: no such model bundle (expected a folder with {PIPELINE_FILE})")
     file = os.path.join(bundle_dir, name)
-    if dtype is not None:
+    dtypes: tuple[str, ...] = ()
+    if name == transformers_js.CONFIG_FILE:
+        document = transformers_js.translate(bundle_dir, dtype)
+        dtypes = tuple(transformers_js.offered_dtypes(bundle_dir))
+    elif dtype is not None:
         raise BundleError(f'{file}: dtype "{dtype}" was given, but this bundle offers no dtype choice '
                           f"(only transformers.js folders have model_<dtype>.onnx files); leave it out")
-    document = read_json(file)
-    if name == genai_v1.FILE:
-        document = genai_v1.translate(document, file)
+    else:
+        document = read_json(file)
+        if name == genai_v1.FILE:
+            document = genai_v1.translate(document, file)
     spec = resolve_document(document, file)
     validate_spec(spec, file, bundle_dir)
-    return LoadedConfig(spec=spec, bundle_dir=bundle_dir, file=file)
-
-
-def _load_transformers_js(bundle_dir: str, dtype: str | None) -> LoadedConfig:
-    file = os.path.join(bundle_dir, transformers_js.CONFIG_FILE)
-    document = transformers_js.translate(bundle_dir, dtype)
-    spec = resolve_document(document, file)
-    validate_spec(spec, file, bundle_dir)
-    return LoadedConfig(spec=spec, bundle_dir=bundle_dir, file=file, dtype=dtype,
-                        dtypes=tuple(transformers_js.offered_dtypes(bundle_dir)))
+    return LoadedConfig(spec=spec, bundle_dir=bundle_dir, file=file, dtype=dtype, dtypes=dtypes)

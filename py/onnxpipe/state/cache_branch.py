@@ -18,8 +18,12 @@ class CacheBranch(StateComponent):
         self.infos = infos            # session -> info of its switch input
         self.inputs = {s: {i.name} for s, i in infos.items()}
         self.outputs = {}
+        self._made: dict[tuple[str, bool], object] = {}   # two values only: made once, fed every step
 
     def bind(self, session, feeds, bound, ctx: StepContext):
         info = self.infos[session]
-        shape = (1,) * len(info.shape)
-        feeds[info.name] = self.backend.tensor([ctx.past_length > 0], info.dtype, shape)
+        key = (session, ctx.past_length > 0)
+        value = self._made.get(key)
+        if value is None:
+            value = self._made[key] = self.backend.tensor([key[1]], info.dtype, (1,) * len(info.shape))
+        feeds[info.name] = value
