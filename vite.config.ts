@@ -283,6 +283,8 @@ export default defineConfig({
       input: {
         main: path.join(ROOT, 'web', 'index.html'),
         tts: path.join(ROOT, 'web', 'tts.html'),
+        voice: path.join(ROOT, 'web', 'voice.html'),
+        transcribe: path.join(ROOT, 'web', 'transcribe.html'),
         embed: path.join(ROOT, 'web', 'embed.html'),
         widget: path.join(ROOT, 'web', 'src', 'widget', 'widget.ts'),
       },

@@ -86,6 +86,11 @@ export const bridge = {
   tensor(dtype: Dtype, values: number[], dims: number[]): Ort.Tensor {
     return new ort.Tensor(dtype, typed(dtype, values), dims);
   },
+  /** A float32 tensor from its bytes (Python's array('f')): one copy, no per-value work. */
+  float32Tensor(bytes: Uint8Array, dims: number[]): Ort.Tensor {
+    const own = bytes.slice();   // aligned, and not a view of memory Python may reuse
+    return new ort.Tensor('float32', new Float32Array(own.buffer, 0, own.byteLength / 4), dims);
+  },
   full(dtype: Dtype, dims: number[], value: number): Ort.Tensor {
     const size = dims.reduce((a, b) => a * b, 1);
     const data = typed(dtype, []);

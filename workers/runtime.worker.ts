@@ -4,10 +4,13 @@
 
 import type * as Ort from 'onnxruntime-web';
 
-import type { ErrorKind, Event, LoadedInfo, Request, SentenceInfo, SpeechResult } from '../web/src/protocol';
+import type {
+  ErrorKind, Event, LoadedInfo, Request, SentenceInfo, SpeechResult, TranscriptWindow, TranscriptionResult, VoiceActivityResult,
+} from '../web/src/protocol';
 import { bridge, files, setCancel, useCancelBuffer, useOrt } from './bridge';
 import { LoadError, bundleLock, loadBundle, lockFor } from './bundle-loader';
 import { listStored, removeStored } from './storage/catalog';
+import { Listener, type VadEntry } from './listen';
 
 interface PyFunction {
   callPromising(...args: unknown[]): Promise<string>;
@@ -192,6 +195,29 @@ async function speak(request: Extract<Request, { type: 'speak' }>): Promise<void
   if (result) self.postMessage({ type: 'spoken', id, result, wav } satisfies Event, [wav.buffer as ArrayBuffer]);
 }
 
+/** Speech segments of a whole recording: the samples cross into Python as one block. */
+async function detectSpeech(request: Extract<Request, { type: 'detectSpeech' }>): Promise<void> {
+  const { id } = request;
+  const entry = await loadedEntry(id);
+  if (!entry) return;
+  const payload = JSON.stringify({ sampleRate: request.sampleRate, controls: request.controls });
+  const result = fromPython<VoiceActivityResult>(id, await entry.detect_speech.callPromising(payload, request.samples), 'result');
+  if (result) post({ type: 'speechDetected', id, result });
+}
+
+/** Speech to text: the samples cross into Python as one block; each window's text comes back
+ * as a 'transcript' event while the next is decoded. */
+async function transcribe(request: Extract<Request, { type: 'transcribe' }>): Promise<void> {
+  const { id } = request;
+  const entry = await loadedEntry(id);
+  if (!entry) return;
+  const emit = (json: string): void => post({ type: 'transcript', id, window: JSON.parse(json) as TranscriptWindow });
+  setCancel(false);
+  const payload = JSON.stringify({ sampleRate: request.sampleRate, options: request.options });
+  const result = fromPython<TranscriptionResult>(id, await entry.transcribe.callPromising(payload, request.samples, emit), 'result');
+  if (result) post({ type: 'transcribed', id, result });
+}
+
 /** List or remove stored bundles. A bundle being loaded (its files open for writing, here or
  * in another tab) is not removed; a loaded one may be: its sessions already hold the weights. */
 async function storage(request: Extract<Request, { type: 'storage' }>): Promise<void> {
@@ -209,8 +235,30 @@ async function storage(request: Extract<Request, { type: 'storage' }>): Promise<
   post({ type: 'stored', id: request.id, bundles: await listStored() });
 }
 
+// microphone audio from the capture worklet's port into a voice-activity bundle (listen.ts)
+const listener = new Listener((event, transfer = []) => self.postMessage(event, transfer));
+const vadEntry = (entry: Record<string, PyFunction>): VadEntry => ({
+  start: (controls) => entry.listen_start.callPromising(controls),
+  push: (samples) => entry.listen_push.callPromising(samples),
+  stop: () => entry.listen_stop.callPromising(),
+});
+
 async function handle(request: Request): Promise<void> {
   switch (request.type) {
+    case 'listen': {
+      // chunks keep coming while other requests run: the listen holds no busy flag
+      const entry = await loadedEntry(request.id);
+      if (entry) await listener.listen(request, vadEntry(entry));
+      else request.port.close();
+      return;
+    }
+    case 'unlisten':
+      if (runtime) await listener.stop(vadEntry((await runtime).entry));
+      post({ type: 'cancelled', id: request.id });
+      return;
+    case 'audio-clip':
+      listener.clip(request);
+      return;
     case 'storage':
       await storage(request);
       return;
@@ -226,6 +274,8 @@ async function handle(request: Request): Promise<void> {
     case 'load':
     case 'generate':
     case 'speak':
+    case 'detectSpeech':
+    case 'transcribe':
       if (busy) {
         post({ type: 'error', id: request.id, kind: 'input', message: `busy: finish or cancel the running request before "${request.type}"` });
         return;
@@ -234,6 +284,8 @@ async function handle(request: Request): Promise<void> {
       try {
         if (request.type === 'load') await load(request);
         else if (request.type === 'speak') await speak(request);
+        else if (request.type === 'detectSpeech') await detectSpeech(request);
+        else if (request.type === 'transcribe') await transcribe(request);
         else await generate(request);
       } finally {
         busy = false;

@@ -13,10 +13,11 @@ from typing import Iterator
 from .config.load import load_config
 from .errors import InputError
 from .pipeline import (Conversation, GenerationResult, LoadedPipeline, OnePass, RunResult,
-                       StreamEvent, TextGeneration)
+                       SpeechDetector, StreamEvent, TextGeneration, Transcription,
+                       TranscriptionResult, VoiceActivity, VoiceActivityResult)
 from .speech import SpeechResult, synthesize
 
-__all__ = ["GenerationResult", "Pipeline", "RunResult", "StreamEvent", "load"]
+__all__ = ["GenerationResult", "Pipeline", "RunResult", "SpeechDetector", "StreamEvent", "TranscriptionResult", "VoiceActivityResult", "load"]
 
 
 def _default_backend():
@@ -43,6 +44,8 @@ class Pipeline:
         self.generation = TextGeneration(self.loaded)
         self.conversation = Conversation(self.generation)
         self.one_pass = OnePass(self.loaded)
+        self.voice_activity = VoiceActivity(self.loaded)
+        self.transcription = Transcription(self.loaded, self.generation)
 
     # ---- what is loaded ------------------------------------------------------------------------
 
@@ -58,7 +61,9 @@ class Pipeline:
     phonemizer = property(lambda self: self.loaded.phonemizer)
     controls = property(lambda self: self.loaded.controls)
     kind = property(lambda self: self.loaded.kind,
-                    doc='"speech" when pipeline.output is a waveform (use speak), else "text"')
+                    doc='"speech" when pipeline.output is a waveform (use speak), "voice-activity" for '
+                        'a streaming speech detector (use detect_speech), "transcription" for a token '
+                        'loop fed a waveform (use transcribe), else "text"')
 
     @property
     def history(self) -> list[int]:
@@ -118,10 +123,36 @@ class Pipeline:
         extra = self.loaded.inputs(inputs, controls, provided=synthesize.FRONT_END_INPUTS)
         return synthesize.speak(self, text, extra, on_audio, cancel)
 
+    def detect_speech(self, samples, sample_rate: int, **controls) -> VoiceActivityResult:
+        """Speech segments of a whole recording: ``samples`` (floats in [-1, 1], mono) at
+        ``sample_rate``; ``controls`` set pipeline.inputs by name (e.g. threshold=0.6)."""
+        return self.voice_activity.detect(samples, sample_rate, **controls)
+
+    def transcribe(self, samples, sample_rate: int, on_text=None, cancel=None, max_new_tokens=None,
+                   **search) -> TranscriptionResult:
+        """Text of mono ``samples`` (floats in [-1, 1]) at any ``sample_rate``: resampled to the
+        bundle's rate, cut into windows at quiet points, each decoded from the bundle's
+        decoder prefix. ``on_text(window)`` sees each window's text as it is done; ``cancel()``
+        returning True stops before the next token."""
+        return self.transcription.transcribe(samples, sample_rate, on_text, cancel, max_new_tokens, **search)
+
+    def speech_detector(self, **controls) -> SpeechDetector:
+        """A live speech detector: ``push(samples)`` returns speech_start / speech_end events as
+        they are decided, ``finish()`` ends the stream. One stream per bundle at a time."""
+        return self.voice_activity.detector(**controls)
+
     def warm_up(self) -> float:
         """Run a speech bundle's front end and flow once on a short word, so the first real
         sentence doesn't pay one-time start-up (engine allocations, the browser's phonemizer
-        download); returns the seconds it took. Token-loop voices only warm their front end."""
+        download); returns the seconds it took. Token-loop voices only warm their front end;
+        a voice-activity bundle runs one chunk of silence (the first live chunk is then fast)."""
+        if self.kind == "voice-activity":
+            start = time.perf_counter()
+            streaming = self.spec.generation.streaming
+            self.detect_speech([0.0] * streaming.chunk_size, streaming.sample_rate)
+            self.voice_activity.current = None
+            self.reset()
+            return time.perf_counter() - start
         if self.kind != "speech":
             return 0.0
         start = time.perf_counter()

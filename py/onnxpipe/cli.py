@@ -1,4 +1,4 @@
-"""``onnxpipe run | chat | tts | validate | inspect | convert`` (also ``python -m onnxpipe``)."""
+"""``onnxpipe run | chat | tts | vad | validate | inspect | convert`` (also ``python -m onnxpipe``)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from .errors import OnnxpipeError
+from .errors import InputError, OnnxpipeError
 
 EXIT_CODES = {"config": 2, "bundle": 2, "input": 3, "engine": 4}
 
@@ -129,14 +129,16 @@ def cmd_chat(a) -> int:
     return 0
 
 
-def _control(text: str) -> tuple[str, float]:
+def _control(text: str) -> tuple[str, float | str]:
+    """NAME=NUMBER for a number control, NAME=TEXT for a choice (the pipeline checks which)."""
     name, eq, value = text.partition("=")
+    if not eq or not name.strip() or not value.strip():
+        raise argparse.ArgumentTypeError(f"--set: expected NAME=NUMBER or NAME=CHOICE (e.g. noise_scale=0, "
+                                         f"voice=jm_kumo), found {text!r}")
     try:
-        if not eq or not name:
-            raise ValueError
         return name.strip(), float(value)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--set: expected NAME=NUMBER (e.g. noise_scale=0), found {text!r}")
+        return name.strip(), value.strip()
 
 
 def _tensor_inputs(a) -> dict:
@@ -185,6 +187,57 @@ def cmd_tts(a) -> int:
         print(f"{a.out}: {result.audio_seconds:.2f} s of audio at {result.sample_rate} Hz in "
               f"{result.compute_seconds:.2f} s ({result.real_time_factor:.1f}x real time, "
               f"{len(result.sentences)} sentence(s))", file=sys.stderr)
+    return 0
+
+
+def _mono_wav(path: str, command: str) -> tuple[list[float], int]:
+    """(mono samples, sample rate) of a WAV file (audio/wav.py's formats); channels are averaged."""
+    from .audio import decode_wav
+
+    try:
+        with open(path, "rb") as f:
+            samples, rate, channels = decode_wav(f.read())
+    except OSError as exc:
+        raise SystemExit(f"onnxpipe {command}: --audio {path}: {exc.strerror}")
+    except InputError as exc:   # a bad file: say which
+        raise InputError(f"--audio {path}: {exc.message}") from None
+    if channels > 1:
+        samples = [sum(samples[i:i + channels]) / channels for i in range(0, len(samples), channels)]
+    return samples, rate
+
+
+def cmd_vad(a) -> int:
+    from .api import load
+
+    samples, rate = _mono_wav(a.audio, "vad")
+    pipe = load(a.bundle, providers=a.provider, variant=a.variant, text=False)
+    for warning in pipe.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    result = pipe.detect_speech(samples, rate, **dict(a.set or []))
+    if a.json:
+        print(json.dumps(result.to_dict(probabilities=a.probabilities)))
+    else:
+        for start, end in result.segments:
+            print(f"{start:.3f}\t{end:.3f}")
+        print(f"[{len(result.segments)} segment(s) in {result.audio_seconds:.2f} s of audio; "
+              f"{result.compute_seconds:.3f} s compute]", file=sys.stderr)
+    return 0
+
+
+def cmd_transcribe(a) -> int:
+    from .api import load
+
+    samples, rate = _mono_wav(a.audio, "transcribe")
+    pipe = load(a.bundle, providers=a.provider, variant=a.variant)
+    for warning in pipe.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    result = pipe.transcribe(samples, rate, max_new_tokens=a.max_new_tokens)
+    if a.json:
+        print(json.dumps(result.to_dict(), ensure_ascii=False))
+    else:
+        print(result.text)
+        print(f"[{result.audio_seconds:.2f} s of audio in {result.compute_seconds:.2f} s, "
+              f"{len(result.windows)} window(s), {len(result.tokens)} tokens]", file=sys.stderr)
     return 0
 
 
@@ -265,7 +318,7 @@ def build_parser() -> argparse.ArgumentParser:
     tts.add_argument("--text", help="what to say (- reads stdin)")
     tts.add_argument("--out", required=True, help="WAV file to write")
     tts.add_argument("--set", action="append", type=_control, metavar="NAME=VALUE",
-                     help="a voice control from pipeline.inputs, e.g. noise_scale=0 (repeatable)")
+                     help="a voice control from pipeline.inputs, e.g. noise_scale=0 or voice=jm_kumo (repeatable)")
     tts.add_argument("--inputs", metavar="FILE.json", help="other pipeline inputs: {name: {values, shape}}")
     tts.add_argument("--input", action="append", metavar="NAME=FILE.wav",
                      help="a mono WAV as the pipeline input NAME, shape [1, samples] (repeatable)")
@@ -274,6 +327,27 @@ def build_parser() -> argparse.ArgumentParser:
     tts.add_argument("--variant", help="open the files the bundle made for this provider")
     _dtype_arg(tts)
     tts.set_defaults(func=cmd_tts)
+    vad = sub.add_parser("vad", help="speech segments of a WAV file (voice activity bundles)")
+    vad.add_argument("bundle")
+    vad.add_argument("--audio", required=True, metavar="FILE.wav",
+                     help="a WAV file at any rate (resampled to the bundle's; channels are averaged)")
+    vad.add_argument("--set", action="append", type=_control, metavar="NAME=VALUE",
+                     help="a control from pipeline.inputs, e.g. threshold=0.6 (repeatable)")
+    vad.add_argument("--json", action="store_true", help='print one JSON object {"segments": [[start_s, end_s], ...], ...}')
+    vad.add_argument("--probabilities", action="store_true", help="with --json: every chunk's speech probability too")
+    vad.add_argument("--provider", action="append", default=None, help="execution provider (repeatable)")
+    vad.add_argument("--variant", help="open the files the bundle made for this provider")
+    vad.set_defaults(func=cmd_vad)
+    asr = sub.add_parser("transcribe", help="speech to text of a WAV file (any sample rate)")
+    asr.add_argument("bundle")
+    asr.add_argument("--audio", required=True, metavar="FILE.wav",
+                     help="WAV file: PCM 8/16/24/32-bit or float, any rate (channels are averaged)")
+    asr.add_argument("--json", action="store_true",
+                     help='print one JSON object {"text", "tokens", "audio_seconds", "compute_seconds"}')
+    asr.add_argument("--max-new-tokens", type=int, default=None, help="token budget per 30 s window")
+    asr.add_argument("--provider", action="append", default=None, help="execution provider (repeatable)")
+    asr.add_argument("--variant", help="open the files the bundle made for this provider")
+    asr.set_defaults(func=cmd_transcribe)
     val = sub.add_parser("validate", help="load and check a bundle")
     val.add_argument("bundle")
     _dtype_arg(val)

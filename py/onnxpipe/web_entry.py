@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from array import array
 
 import onnxpipe_js  # type: ignore[import-not-found]  (workers/bridge.ts)
 from pyodide.ffi import run_sync, to_js  # type: ignore[import-not-found]
@@ -94,7 +95,13 @@ def _web_phonemizer(bundle_dir, spec):
 
 
 def _sample_rate(pipeline: Pipeline):
+    """The rate of a speech bundle's audio, or the rate a voice-activity or transcription bundle
+    listens at."""
     out = pipeline.spec.pipeline.output
+    if pipeline.kind == "voice-activity":
+        return pipeline.spec.generation.streaming.sample_rate
+    if pipeline.kind == "transcription":
+        return pipeline.spec.preprocessing.audio.sample_rate
     return out.audio.sample_rate if out is not None and out.audio is not None else None
 
 
@@ -144,6 +151,90 @@ def generate(request_json: str, emit) -> str:
             result = pipeline.generate(prompt=request.get("prompt"), input_ids=request.get("inputIds"),
                                         on_event=on_event, cancel=_cancelled, **options)
         return json.dumps({"result": result.to_dict()})
+    except Exception as exc:
+        return error_json(exc)
+
+
+def detect_speech(request_json: str, samples) -> str:
+    """Speech segments of a whole recording: ``samples`` a Float32Array (crosses as one block of
+    bytes); request {sampleRate, controls}. Returns {"result": VoiceActivityResult with probabilities}."""
+    try:
+        request = json.loads(request_json)
+        controls = request.get("controls") or {}
+        if not isinstance(controls, dict):
+            raise InputError(f"controls: expected an object, found {type(controls).__name__}")
+        rate = request.get("sampleRate")
+        if not isinstance(rate, int) or isinstance(rate, bool):
+            raise InputError(f"sampleRate: expected an integer (samples per second), found {rate!r}")
+        result = _loaded().detect_speech(samples.to_bytes(), rate, **controls)
+        return json.dumps({"result": dict(result.to_dict(probabilities=True),
+                                          events=[e.to_dict() for e in result.events])})
+    except Exception as exc:
+        return error_json(exc)
+
+
+def transcribe(request_json: str, samples, emit) -> str:
+    """Speech to text: ``samples`` a Float32Array at any rate (crosses as one block of bytes);
+    request {sampleRate, options}; ``emit(json)`` gets each window as it is done. Returns
+    {"result": TranscriptionResult with windows and finish_reason}."""
+    try:
+        request = json.loads(request_json)
+        rate = request.get("sampleRate")
+        if not isinstance(rate, int) or isinstance(rate, bool):
+            raise InputError(f"sampleRate: expected an integer (samples per second), found {rate!r}")
+        options = request.get("options") or {}
+        if not isinstance(options, dict):
+            raise InputError(f"options: expected an object, found {type(options).__name__}")
+        audio = array("f")
+        audio.frombytes(samples.to_bytes())
+
+        def on_text(window) -> None:
+            emit(json.dumps(window.to_dict()))
+
+        result = _loaded().transcribe(audio, rate, on_text=on_text, cancel=_cancelled, **options)
+        return json.dumps({"result": dict(result.to_dict(), windows=[w.to_dict() for w in result.windows],
+                                          finish_reason=result.finish_reason)})
+    except Exception as exc:
+        return error_json(exc)
+
+
+_detector = None   # the live speech detector of a 'listen' (workers/listen.ts)
+
+
+def listen_start(controls_json: str) -> str:
+    """Start a live speech detector on the loaded voice-activity bundle; ``controls`` set its
+    pipeline.inputs by name (e.g. min_silence_ms). Returns {"sample_rate"} it expects."""
+    global _detector
+    try:
+        controls = json.loads(controls_json or "{}")
+        if not isinstance(controls, dict):
+            raise InputError(f"controls: expected an object, found {type(controls).__name__}")
+        _detector = None
+        _detector = _loaded().speech_detector(**controls)
+        return json.dumps({"sample_rate": _detector.sample_rate})
+    except Exception as exc:
+        return error_json(exc)
+
+
+def listen_push(samples) -> str:
+    """One chunk of microphone audio (a Float32Array at the detector's rate) -> {"events"}."""
+    try:
+        if _detector is None:
+            raise InputError("not listening: send a listen request first")
+        events = _detector.push(samples.to_bytes())
+        return json.dumps({"events": [e.to_dict() for e in events]})
+    except Exception as exc:
+        return error_json(exc)
+
+
+def listen_stop() -> str:
+    """End the live detector's stream (an open speech ends unreported)."""
+    global _detector
+    detector, _detector = _detector, None
+    try:
+        if detector is not None and not detector.finished:
+            detector.finish()
+        return "{}"
     except Exception as exc:
         return error_json(exc)
 

@@ -6,7 +6,12 @@
 //        [--max-new-tokens N] [--greedy] [--ignore-eos] [--json] [--ep wasm|webgpu]
 //        [--variant EP] [--dtype D] [--repeat K] [--threads N]
 //   node tests/e2e/run-bundle.mjs BUNDLE_DIR --text TEXT --out x.wav [--set NAME=VALUE]... [--json]
+//        (VALUE: a number, or an option name for a choice control such as voice=jm_kumo)
 //        (speech bundles: like `python -m onnxpipe tts`; the WAV is the one the worker encoded)
+//   node tests/e2e/run-bundle.mjs BUNDLE_DIR --audio x.wav [--set NAME=VALUE]... [--json]
+//        (voice-activity bundles: like `python -m onnxpipe vad`, {"segments": [[start_s, end_s], ...], ...})
+//        (transcription bundles: like `python -m onnxpipe transcribe`, {"text", "tokens",
+//        "audio_seconds", "compute_seconds", ...}; any WAV rate, resampled in the worker)
 //
 // BUNDLE_DIR is any folder on disk: it is served in place at /models/<folder name>/ by
 // tools/serve.py (its manifest.json is written first when missing or stale; nothing else in
@@ -19,10 +24,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { launchBrowser, startServer } from './lib/browser.mjs';
-import { ensureManifest, ensureSite, generate, loadBundle, openRuntimePage, speak } from './lib/runtime.mjs';
+import { detectSpeech, ensureManifest, ensureSite, generate, loadBundle, openRuntimePage, speak, transcribe } from './lib/runtime.mjs';
+import { readWav } from './lib/wav.mjs';
 
 const USAGE = 'usage: node tests/e2e/run-bundle.mjs BUNDLE_DIR (--input-ids 1,2,3 | --prompt TEXT | --chat TEXT | ' +
-  '--text TEXT --out x.wav [--set NAME=VALUE]...) [--max-new-tokens N] [--greedy] [--ignore-eos] [--json] ' +
+  '--text TEXT --out x.wav [--set NAME=VALUE]... | --audio x.wav [--set NAME=VALUE]...) [--max-new-tokens N] [--greedy] [--ignore-eos] [--json] ' +
   '[--ep wasm|webgpu] [--variant EP] [--dtype D] [--repeat K] [--threads N]';
 
 export function parseArgs(argv) {
@@ -43,15 +49,17 @@ export function parseArgs(argv) {
       case '--prompt': a.prompt = value(); break;
       case '--chat': a.chat = value(); break;
       case '--text': a.text = value(); break;
+      case '--audio': a.audio = value(); break;
       case '--out': a.out = value(); break;
       case '--threads': a.threads = Number(value()); break;
       case '--set': {
+        // NAME=NUMBER for a number control, NAME=TEXT for a choice: the pipeline checks which
         const [name, raw] = value().split('=');
-        const number = Number(raw);
-        if (!name || raw === undefined || raw.trim() === '' || !Number.isFinite(number)) {
-          throw new Error('--set: expected NAME=NUMBER (e.g. noise_scale=0)');
+        if (!name || raw === undefined || raw.trim() === '') {
+          throw new Error('--set: expected NAME=NUMBER or NAME=CHOICE (e.g. noise_scale=0, voice=jm_kumo)');
         }
-        a.controls[name] = number;
+        const number = Number(raw);
+        a.controls[name] = Number.isFinite(number) ? number : raw.trim();
         break;
       }
       case '--max-new-tokens': a.maxNewTokens = Number(value()); break;
@@ -71,8 +79,8 @@ export function parseArgs(argv) {
   if (pos.length !== 1) throw new Error(USAGE);
   a.bundle = path.resolve(pos[0]);
   if (!fs.existsSync(a.bundle) || !fs.statSync(a.bundle).isDirectory()) throw new Error(`${pos[0]}: not a folder`);
-  const inputs = [a.inputIds, a.prompt, a.chat, a.text].filter((x) => x !== undefined);
-  if (inputs.length !== 1) throw new Error('give exactly one of --input-ids, --prompt, --chat or --text');
+  const inputs = [a.inputIds, a.prompt, a.chat, a.text, a.audio].filter((x) => x !== undefined);
+  if (inputs.length !== 1) throw new Error('give exactly one of --input-ids, --prompt, --chat, --text or --audio');
   if ((a.text === undefined) !== (a.out === undefined)) throw new Error('--text and --out go together');
   if (a.threads !== undefined && !(Number.isInteger(a.threads) && a.threads > 0)) throw new Error('--threads wants a positive integer');
   if (a.ep && !['wasm', 'webgpu'].includes(a.ep)) throw new Error(`--ep: wasm or webgpu, not "${a.ep}"`);
@@ -104,6 +112,7 @@ export async function runBundle(a) {
     const page = await openRuntimePage(context, server.url);
     const loaded = await loadBundle(page, `${server.url}models/${name}/`, { ep: a.ep, variant: a.variant, dtype: a.dtype, threads: a.threads });
     if (a.text !== undefined) return await speakBundle(a, page, loaded, browser, offsite);
+    if (a.audio !== undefined) return await audioBundle(a, page, loaded, browser, offsite);
     let run;
     for (let i = 0; i < a.repeat; i++) {
       // a fresh conversation each time: inputIds/prompt never reuse the cache across calls
@@ -152,6 +161,44 @@ async function speakBundle(a, page, loaded, browser, offsite) {
   };
 }
 
+/** --audio: what the bundle does with audio depends on its kind. */
+async function audioBundle(a, page, loaded, browser, offsite) {
+  const { samples, sampleRate } = readWav(a.audio);
+  if (loaded.info.kind === 'transcription') return await transcribeBundle(a, page, loaded, browser, offsite, samples, sampleRate);
+  if (loaded.info.kind !== 'voice-activity') throw new Error(`--audio: a "${loaded.info.kind}" bundle takes no audio`);
+  let run;
+  for (let i = 0; i < a.repeat; i++) run = await detectSpeech(page, samples, sampleRate, a.controls);
+  if (offsite.length) throw new Error(`requests left 127.0.0.1: ${offsite.join(', ')}`);
+  const { probabilities: _, events: __, ...result } = run.result;
+  return {
+    ...result,
+    sessions: loaded.info.sessions,
+    warnings: loaded.info.warnings,
+    ep: a.ep ?? null,
+    browser: { version: browser.version(), boot_ms: loaded.info.bootMs, load_ms: loaded.info.loadMs, load_wall_ms: loaded.wallMs },
+    detect_wall_ms: run.wallMs,
+  };
+}
+
+/** --audio with a transcription bundle: the CLI's four keys first, then what ran where. */
+async function transcribeBundle(a, page, loaded, browser, offsite, samples, sampleRate) {
+  if (Object.keys(a.controls).length) throw new Error('--set: a transcription bundle has no controls');
+  const options = a.maxNewTokens !== undefined ? { max_new_tokens: a.maxNewTokens } : {};
+  let run;
+  for (let i = 0; i < a.repeat; i++) run = await transcribe(page, samples, sampleRate, options);
+  if (offsite.length) throw new Error(`requests left 127.0.0.1: ${offsite.join(', ')}`);
+  const { text, tokens, audio_seconds, compute_seconds, windows, finish_reason } = run.result;
+  return {
+    text, tokens, audio_seconds, compute_seconds, windows, finish_reason,
+    sessions: loaded.info.sessions,
+    warnings: loaded.info.warnings,
+    ep: a.ep ?? null,
+    threads: loaded.info.threads,
+    browser: { version: browser.version(), boot_ms: loaded.info.bootMs, load_ms: loaded.info.loadMs, load_wall_ms: loaded.wallMs },
+    transcribe_wall_ms: run.wallMs,
+  };
+}
+
 async function main() {
   let a;
   try {
@@ -163,7 +210,14 @@ async function main() {
   try {
     const out = await runBundle(a);
     if (a.json) console.log(JSON.stringify(out));
-    else if (a.text !== undefined) {
+    else if (a.audio !== undefined && out.windows) {
+      console.log(out.text);
+      process.stderr.write(`[${out.audio_seconds.toFixed(2)} s of audio in ${out.compute_seconds.toFixed(2)} s, ` +
+        `${out.windows.length} window(s), ${out.tokens.length} tokens]\n`);
+    } else if (a.audio !== undefined && out.segments) {
+      for (const [start, end] of out.segments) console.log(`${start.toFixed(3)}\t${end.toFixed(3)}`);
+      process.stderr.write(`[${out.segments.length} segment(s) in ${out.audio_seconds.toFixed(2)} s of audio; ${out.compute_seconds.toFixed(3)} s compute]\n`);
+    } else if (a.text !== undefined) {
       process.stderr.write(`${out.out}: ${out.audio_seconds.toFixed(2)} s of audio at ${out.sample_rate} Hz in ` +
         `${out.compute_seconds.toFixed(2)} s (${out.real_time_factor.toFixed(1)}x real time, ${out.sentences.length} sentence(s))\n`);
     } else {

@@ -1,8 +1,8 @@
 // The page's only way to talk to the runtime worker: typed requests in, typed events out.
 
 import type {
-  ChatMessage, Event, ExecutionProvider, GenerationResult, LoadedInfo, Request, SearchOptions, SentenceInfo,
-  SpeechResult, StoredBundle, TensorInput,
+  ChatMessage, ControlValue, Event, ExecutionProvider, GenerationResult, LoadedInfo, Request, SearchOptions,
+  SentenceInfo, SpeechResult, StoredBundle, TensorInput, TranscriptWindow, TranscriptionResult, VoiceActivityResult,
 } from './protocol';
 
 export class RuntimeError extends Error {
@@ -30,7 +30,7 @@ export interface GenerateRequest {
 
 export interface SpeakRequest {
   text: string;
-  controls?: Record<string, number>;
+  controls?: Record<string, ControlValue>;
   inputs?: Record<string, TensorInput>;
   /** each sentence's samples as soon as it is made (play them while the next is computed) */
   onAudio?: (samples: Float32Array, sampleRate: number, sentence: SentenceInfo, index: number) => void;
@@ -40,6 +40,9 @@ export interface Speech {
   result: SpeechResult;
   wav: Uint8Array; // 16-bit PCM WAV of the whole text (encoded by onnxpipe's Python in the worker)
 }
+
+/** What a 'listen' reports: speech started, or ended (with the utterance's samples). */
+export type SpeechEvent = Extract<Event, { type: 'speech' }>;
 
 type Pending = {
   resolve: (value: unknown) => void;
@@ -55,6 +58,8 @@ export class RuntimeClient {
   private nextId = 1;
   private readonly pending = new Map<number, Pending>();
   private generating: number | null = null;
+  /** The running 'listen' (its events keep coming after it resolved). */
+  private listener: { id: number; onEvent: (event: SpeechEvent) => void; onError: (error: RuntimeError) => void } | null = null;
   private loads = 0;
   private readonly loadedListeners = new Set<() => void>();
   // where cross-origin isolated, cancel is also written here, so the worker sees it at once
@@ -81,11 +86,15 @@ export class RuntimeClient {
 
   private dispatch(event: Event): void {
     const pending = this.pending.get(event.id);
-    if (!pending) return;
+    if (!pending) {
+      this.dispatchListen(event);
+      return;
+    }
     switch (event.type) {
       case 'progress':
       case 'token':
       case 'audio':
+      case 'transcript':
         pending.onEvent?.(event);
         return;
       case 'error':
@@ -108,6 +117,22 @@ export class RuntimeClient {
       case 'stored':
         this.pending.delete(event.id);
         pending.resolve(event.bundles);
+        return;
+      case 'speechDetected':
+      case 'transcribed':
+        this.pending.delete(event.id);
+        pending.resolve(event.result);
+        return;
+      case 'listening':
+        this.pending.delete(event.id);
+        pending.resolve(event.sampleRate);
+        return;
+      case 'clip':
+        this.pending.delete(event.id);
+        pending.resolve({ position: event.position, samples: event.samples });
+        return;
+      case 'speech':
+        this.dispatchListen(event);
         return;
       case 'cancelled':
       case 'disposed':
@@ -173,6 +198,78 @@ export class RuntimeClient {
       const message: Request = { type: 'speak', id, text: request.text, controls: request.controls, inputs: request.inputs };
       return await this.send<Speech>(message, (event) => {
         if (event.type === 'audio') request.onAudio?.(event.samples, event.sampleRate, event.sentence, event.index);
+      });
+    } finally {
+      if (this.generating === id) this.generating = null;
+    }
+  }
+
+  /** Events of the running 'listen' once it has started. */
+  private dispatchListen(event: Event): void {
+    const listener = this.listener;
+    if (!listener || listener.id !== event.id) return;
+    if (event.type === 'speech') listener.onEvent(event);
+    else if (event.type === 'error') {
+      this.listener = null;
+      listener.onError(new RuntimeError(event.kind, event.message));
+    }
+  }
+
+  /** Run the loaded voice-activity bundle on the microphone audio that arrives on ``port``
+   * (the other end goes to the capture worklet: the audio never passes through the page).
+   * Resolves with the audio's sample rate once the worker listens; speech events then reach
+   * ``onEvent`` until stopListening(); a later failure reaches ``onError``. */
+  listen(
+    port: MessagePort, onEvent: (event: SpeechEvent) => void, onError: (error: RuntimeError) => void,
+    controls?: Record<string, ControlValue>,
+  ): Promise<number> {
+    const id = this.nextId++;
+    this.listener = { id, onEvent, onError };
+    return new Promise<number>((resolve, reject) => {
+      this.pending.set(id, {
+        resolve: resolve as (v: unknown) => void,
+        reject: (error) => {
+          if (this.listener?.id === id) this.listener = null;
+          reject(error);
+        },
+      });
+      this.worker.postMessage({ type: 'listen', id, port, controls } satisfies Request, [port]);
+    });
+  }
+
+  /** Stop listening (the worker finishes the open speech, if any, without reporting it). */
+  stopListening(): Promise<void> {
+    this.listener = null;
+    return this.send<void>({ type: 'unlisten', id: this.nextId++ });
+  }
+
+  /** The listened audio: the position now (samples), and the samples from ``from`` to now. */
+  audioClip(from?: number): Promise<{ position: number; samples: Float32Array | null }> {
+    return this.send({ type: 'audio-clip', id: this.nextId++, from });
+  }
+
+  /** Speech segments of a whole recording (mono ``samples`` at ``sampleRate``) with the loaded
+   * voice-activity bundle; ``controls`` set its pipeline.inputs (threshold, min_silence_ms, ...).
+   * The samples are copied, so the caller keeps its array. */
+  detectSpeech(samples: Float32Array, sampleRate: number, controls?: Record<string, ControlValue>): Promise<VoiceActivityResult> {
+    return this.send<VoiceActivityResult>({ type: 'detectSpeech', id: this.nextId++, samples, sampleRate, controls });
+  }
+
+  /** Speech to text with the loaded transcription bundle: mono ``samples`` at any
+   * ``sampleRate`` (resampled in the worker). Each window of audio (30 s for Whisper) reaches
+   * ``onTranscript`` as soon as it is done (the result's text is the windows' texts joined by
+   * spaces); resolves with the whole text and token ids (after a cancel: the windows done,
+   * finish_reason 'cancelled'). The samples are copied. */
+  async transcribe(
+    samples: Float32Array, sampleRate: number, onTranscript?: (window: TranscriptWindow) => void,
+    options?: SearchOptions,
+  ): Promise<TranscriptionResult> {
+    const id = this.nextId++;
+    if (this.cancelFlag) Atomics.store(this.cancelFlag, 0, 0);
+    this.generating = id;
+    try {
+      return await this.send<TranscriptionResult>({ type: 'transcribe', id, samples, sampleRate, options }, (event) => {
+        if (event.type === 'transcript') onTranscript?.(event.window);
       });
     } finally {
       if (this.generating === id) this.generating = null;

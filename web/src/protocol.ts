@@ -16,6 +16,8 @@ export interface SearchOptions {
   stop_strings?: string[];
   stop_token_ids?: number[];
   ignore_eos?: boolean;
+  suppress_tokens?: number[]; // ids never generated
+  suppress_tokens_at_start?: number[]; // ids not generated as a call's first new token
 }
 
 export interface ChatMessage {
@@ -49,10 +51,21 @@ export type Request =
       type: 'speak';
       id: number;
       text: string;
-      controls?: Record<string, number>; // pipeline.inputs by name (e.g. noise_scale, length_scale)
+      controls?: Record<string, ControlValue>; // pipeline.inputs by name (e.g. noise_scale, voice)
       inputs?: Record<string, TensorInput>; // other pipeline inputs (e.g. a reference voice's audio_values)
     }
   | { type: 'cancel'; id: number }
+  // speech to text (transcription bundles): mono samples at any rate, resampled in the worker;
+  // a 'transcript' event per window of audio, then 'transcribed'
+  | { type: 'transcribe'; id: number; samples: Float32Array; sampleRate: number; options?: SearchOptions }
+  // speech segments of a whole recording (voice-activity bundles): answered by 'speechDetected'
+  | { type: 'detectSpeech'; id: number; samples: Float32Array; sampleRate: number; controls?: Record<string, ControlValue> }
+  // microphone audio straight from the capture worklet (web/src/audio/mic.ts) into the loaded
+  // voice-activity bundle: 'listening' once it runs, then 'speech' events until 'unlisten'
+  | { type: 'listen'; id: number; port: MessagePort; controls?: Record<string, ControlValue> }
+  | { type: 'unlisten'; id: number }
+  // the listened audio: the position now, and the samples from ``from`` to now (push to talk)
+  | { type: 'audio-clip'; id: number; from?: number }
   | { type: 'dispose'; id: number }
   // models kept on this device (workers/storage/): list them, or remove one (answered by 'stored')
   | { type: 'storage'; id: number; op: 'list' }
@@ -66,19 +79,24 @@ export interface SessionInfo {
   file: string;
 }
 
-/** A caller control declared in pipeline.json's pipeline.inputs (a number with a range). */
+/** A caller control declared in pipeline.json's pipeline.inputs: a number with a range, or
+ * (options non-empty) a choice among names, whose default is one of them. */
 export interface ControlInfo {
   name: string;
-  default: number;
+  default: ControlValue;
   min: number | null;
   max: number | null;
   doc: string;
+  options: string[]; // a choice control's names (e.g. Kokoro's voices); empty for a number
 }
+
+/** A number for a number control, an option name for a choice. */
+export type ControlValue = number | string;
 
 export interface LoadedInfo {
   bundle: string;
-  kind: 'text' | 'speech'; // speech: use 'speak'; text: use 'generate'
-  sampleRate: number | null; // speech bundles only
+  kind: 'text' | 'speech' | 'voice-activity' | 'transcription'; // speech: 'speak'; text: 'generate'; voice-activity: 'detectSpeech' or 'listen'; transcription: 'transcribe'
+  sampleRate: number | null; // speech bundles: of their audio; voice-activity and transcription: the rate they take; else null
   controls: ControlInfo[];
   sessions: Record<string, SessionInfo>;
   warnings: string[];
@@ -111,6 +129,27 @@ export interface SentenceInfo {
   tokens?: number[]; // the ids an autoregressive voice generated
 }
 
+/** A voice-activity event, decided once ``time`` seconds of audio had been seen: speech began
+ * at ``start`` (padded), or the segment [start, end] ended. */
+export interface VadEvent {
+  type: 'speech_start' | 'speech_end';
+  start: number;
+  end?: number; // speech_end only
+  time: number;
+}
+
+/** Speech segments of a recording (py/onnxpipe/pipeline/voice_activity.py). */
+export interface VoiceActivityResult {
+  segments: [number, number][]; // [start, end] seconds, padded
+  probabilities: number[]; // speech probability of each chunk, in order
+  events: VadEvent[];
+  audio_seconds: number;
+  compute_seconds: number;
+  sample_rate: number;
+  chunk_size: number;
+  chunks: number;
+}
+
 export interface SpeechResult {
   audio_seconds: number;
   compute_seconds: number;
@@ -120,6 +159,26 @@ export interface SpeechResult {
   samples: number; // all sentences, silence between them included
   sentences: SentenceInfo[];
   warnings: string[]; // e.g. characters the phoneme map does not know (dropped)
+}
+
+/** One window of a transcription (py/onnxpipe/pipeline/transcription_result.py). */
+export interface TranscriptWindow {
+  index: number;
+  start_seconds: number; // in the caller's audio
+  end_seconds: number;
+  text: string;
+  tokens: number[];
+  compute_seconds: number;
+}
+
+/** Speech to text: the same four keys the CLI prints, plus the windows. */
+export interface TranscriptionResult {
+  text: string;
+  tokens: number[]; // generated ids of every window (stop ids left out)
+  audio_seconds: number;
+  compute_seconds: number;
+  windows: TranscriptWindow[];
+  finish_reason: 'done' | 'cancelled';
 }
 
 /** A bundle stored on this device (workers/storage/catalog.ts). */
@@ -157,4 +216,21 @@ export type Event =
   | { type: 'cancelled'; id: number }
   | { type: 'disposed'; id: number }
   | { type: 'stored'; id: number; bundles: StoredBundle[] } // after a storage request
+  | { type: 'listening'; id: number; sampleRate: number } // answers 'listen'
+  | {
+      // speech heard by a 'listen': start (``end`` null) or end, in seconds of the capture
+      // stream; ``position`` is how much audio the worker had then; an end carries the
+      // utterance's samples (padded as the bundle's segments are)
+      type: 'speech';
+      id: number;
+      kind: 'start' | 'end';
+      start: number;
+      end: number | null;
+      position: number;
+      samples: Float32Array | null;
+    }
+  | { type: 'clip'; id: number; position: number; samples: Float32Array | null } // answers 'audio-clip'
+  | { type: 'speechDetected'; id: number; result: VoiceActivityResult } // answers 'detectSpeech'
+  | { type: 'transcript'; id: number; window: TranscriptWindow } // each window as it is done
+  | { type: 'transcribed'; id: number; result: TranscriptionResult } // answers 'transcribe'
   | { type: 'error'; id: number; kind: ErrorKind; message: string };

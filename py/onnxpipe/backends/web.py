@@ -65,7 +65,9 @@ def _infos(metadata, names) -> dict[str, TensorInfo]:
     for i, name in enumerate(names):
         meta = metadata[i] if metadata is not None else None
         if meta is not None and getattr(meta, "isTensor", True):
-            dims = tuple(d if isinstance(d, int) else (d or None) for d in meta.shape)
+            # an unnamed free dim comes as -1 read unsigned (4294967295): unknown, like a name
+            dims = tuple((d if 0 <= d < 2**31 else None) if isinstance(d, int) else (d or None)
+                         for d in meta.shape)
             infos[name] = TensorInfo(name, str(meta.type), dims)
         else:
             infos[name] = TensorInfo(name, "float32", ())
@@ -134,6 +136,9 @@ class WebBackend:
     # float16 crosses as half bits (uint16): JavaScript can't round to half without Float16Array.
 
     def tensor(self, values, dtype: str, shape: Sequence[int]):
+        if dtype == "float32" and isinstance(values, array) and values.typecode == "f":
+            # audio chunks: the bytes cross as one block instead of a list of numbers
+            return onnxpipe_js.float32Tensor(to_js(values.tobytes()), _js(list(shape)))
         values = half.to_bits(values) if dtype == "float16" else list(values)
         return onnxpipe_js.tensor(dtype, _js(values), _js(list(shape)))
 

@@ -122,6 +122,8 @@ class Parser:
                     return self.convert(option, raw, path)
                 except ConfigError as exc:
                     errors.append(exc)
+            if len(errors) == 1:   # X | None: X's own error names the key inside it that is wrong
+                raise errors[0]
             raise self.fail(path, f"expected {_type_name(tp)}, found {describe(raw)}")
         if origin is tuple:
             if not isinstance(raw, list):

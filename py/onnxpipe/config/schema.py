@@ -15,7 +15,7 @@ PHASE_ALIASES = {"once": "init", "prompt": "init", "always": "step"}
 LOOP_MODES = ("batched", "per_image")
 KV_FORMATS = ("auto", "separate", "combined", "shared_buffer")
 POSITION_STRATEGIES = ("auto", "default", "mrope_3d", "windowed")
-GENERATION_LOOPS = ("autoregressive", "single_pass", "denoising")
+GENERATION_LOOPS = ("autoregressive", "single_pass", "streaming", "denoising")
 DTYPES = ("float32", "float16", "int64", "int32", "int8", "uint8", "bool")
 
 
@@ -174,10 +174,25 @@ class AudioOutput:
 
 
 @dataclass(frozen=True)
+class SegmentControls:
+    """Per-chunk speech probabilities -> speech segments (speech/segments.py). Each key names
+    the pipeline input (a scalar in pipeline.inputs, with its default and range) that sets it."""
+
+    threshold: str = spec(None, "input: a chunk at or above this probability is speech", required=True)
+    negative_threshold: str = spec(None, "input: in speech, a chunk below this is silence",
+                                   required=True)
+    min_silence_ms: str = spec(None, "input: silence that ends a segment", required=True)
+    speech_pad_ms: str = spec(None, "input: time added before and after each segment", required=True)
+    min_speech_ms: str = spec(None, "input: shorter speech is dropped", required=True)
+
+
+@dataclass(frozen=True)
 class OutputRef:
     session: str = spec(None, "session producing the result", required=True)
     name: str = spec(None, "its output name", required=True)
     audio: AudioOutput | None = spec(None, "the output is a waveform: how to make audio of it")
+    segments: SegmentControls | None = spec(None, "the output is a speech probability per chunk "
+                                                  "(streaming loop): how segments are made of it")
 
 
 @dataclass(frozen=True)
@@ -189,6 +204,9 @@ class InputSpec:
     max: float | None = spec(None, "largest value a caller may give")
     doc: str = spec("", "what it controls (shown in the UI)")
     pack: tuple[str, ...] = spec((), "a 1-D tensor made of these other inputs' values, in order")
+    options: dict[str, Any] = spec(doc="a choice control: option name -> the value the flow gets "
+                                       "(a number or a flat list; default is then an option name)",
+                                   factory=dict)
 
 
 @dataclass(frozen=True)
@@ -218,6 +236,8 @@ class Tokens:
     pad: int | None = spec(None, "padding id")
     bos: int | None = spec(None, "beginning-of-sequence id")
     decoder_start: int | None = spec(None, "first decoder id (encoder-decoder)")
+    decoder_prefix: tuple[int, ...] = spec((), "ids every token loop starts from when the caller gives "
+                                               "none (e.g. start, language, task)", one_or_many=True)
     extra: dict[str, Any] = spec(doc="model-specific ids (image_token, ...)", factory=dict)
 
 
@@ -241,12 +261,37 @@ class Stop:
 
 
 @dataclass(frozen=True)
+class Streaming:
+    """A streamed pipeline input cut into fixed-size chunks; the step flow runs once per chunk
+    (loops/streaming.py). The last partial chunk is zero-padded."""
+
+    input: str = spec(None, "pipeline input that takes each chunk, shape [1, context + chunk_size]",
+                      required=True)
+    chunk_size: int = spec(None, "samples per chunk", required=True)
+    context: int = spec(0, "samples before each chunk put in front of it (zeros at the start)")
+    sample_rate: int = spec(None, "samples per second the input must have (the time base)",
+                            required=True)
+    sample_rate_input: str | None = spec(None, "pipeline input given sample_rate as a scalar")
+
+
+@dataclass(frozen=True)
+class SuppressTokens:
+    """Ids the sampler graph never picks (their logits set to -inf before the choice)."""
+
+    always: tuple[int, ...] = spec((), "never generated", one_or_many=True)
+    at_start: tuple[int, ...] = spec((), "not generated as the first new token of a call",
+                                     one_or_many=True)
+
+
+@dataclass(frozen=True)
 class Generation:
     loop: str = spec("autoregressive", "loop strategy", choices=GENERATION_LOOPS)
+    streaming: Streaming | None = spec(None, "chunked input of the streaming loop")
     max_length: int = spec(2048, "prompt + new tokens")
     min_length: int = spec(0, "no stop before this total length")
     sampling: Sampling = spec(doc="search defaults", factory=Sampling)
     stop: Stop = spec(doc="stopping criteria", factory=Stop)
+    suppress_tokens: SuppressTokens | None = spec(None, "ids masked out in the sampler graph")
     num_steps: int = spec(0, "denoising steps")
     scheduler: str | None = spec(None, "denoising scheduler")
     guidance_scale: float = spec(1.0, "classifier-free guidance")
@@ -270,23 +315,37 @@ class PhonemesPreprocessing:
 
     engine: str = spec("espeak-ng", "phonemizer", choices=PHONEMIZERS)
     voice: str = spec(None, "phonemizer voice / language, e.g. en-us", required=True)
-    id_map: str = spec(None, "JSON file (with #key for a member) mapping phonemes to id lists",
-                       required=True)
+    id_map: str = spec(None, "JSON file (with #key for a member) mapping phonemes to ids "
+                             "(a list of ids or one id each)", required=True)
     data: str | None = spec(None, "phonemizer data folder in the bundle (native runs)")
-    bos: str | None = spec("^", "symbol put first")
-    eos: str | None = spec("$", "symbol put last")
-    pad: str | None = spec("_", "symbol put after every phoneme")
+    bos: str | tuple[int, ...] | None = spec("^", "symbol put first, or its ids ([0])")
+    eos: str | tuple[int, ...] | None = spec("$", "symbol put last, or its ids")
+    pad: str | tuple[int, ...] | None = spec("_", "symbol put after every phoneme, or its ids (null: none)")
     clause_punctuation: str = spec(",;:", "kept, followed by a space")
     sentence_punctuation: str = spec(".!?", "kept; ends a sentence")
     normalize: str = spec("NFD", "Unicode normalization of the phonemes", choices=UNICODE_FORMS)
     unknown: str = spec("drop", "phonemes missing from the map", choices=("drop", "error"))
+    max_ids: int = spec(0, "most ids one run takes (0: no limit); longer sentences are cut between "
+                           "clauses, a longer clause is an input error")
+
+
+@dataclass(frozen=True)
+class AudioPreprocessing:
+    """A waveform pipeline input: the caller's samples are resampled to ``sample_rate`` and
+    given in windows of at most ``window_seconds`` (pipeline/transcription.py)."""
+
+    sample_rate: int = spec(None, "samples per second the pipeline takes", required=True)
+    input: str = spec(None, "pipeline input that takes the waveform, float32 [1, samples]",
+                      required=True)
+    window_seconds: float = spec(30.0, "longest audio one pass takes; longer audio is cut into "
+                                       "windows at quiet points")
 
 
 @dataclass(frozen=True)
 class Preprocessing:
     text: TextPreprocessing | None = spec(None, "tokenizer and chat template")
     image: dict[str, Any] | None = spec(None, "image processor config")
-    audio: dict[str, Any] | None = spec(None, "audio processor config")
+    audio: AudioPreprocessing | None = spec(None, "waveform input: sample rate and windows")
     phonemes: PhonemesPreprocessing | None = spec(None, "text -> phoneme ids")
 
 

@@ -56,6 +56,10 @@ def validate_spec(spec: PipelineSpec, file: str, bundle_dir: str | None = None) 
     _check_wires(spec, file, sessions)
     _check_output(spec, file, sessions)
     check_declarations(pipe.inputs, file)
+    from ..loops.streaming import check_config      # here, not at the top: loops import config
+    from ..speech.segments import check_declaration
+    check_config(spec, file)
+    check_declaration(spec, file)
     if bundle_dir is not None:
         _check_files(spec, file, bundle_dir)
 

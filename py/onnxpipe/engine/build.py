@@ -14,6 +14,7 @@ from ..config.schema import PipelineSpec
 from ..errors import ConfigError
 from ..loops import loop_for
 from ..state.cache_branch import CacheBranch
+from ..state.cross_cache import CrossCache, cross_names
 from ..state.kv_cache import KVCache, discover
 from ..state.positions import AttentionMask, PositionIds
 from ..state.recurrent import Recurrent
@@ -87,10 +88,16 @@ def make_components(spec: PipelineSpec, sessions: dict, backend, file: str) -> l
     step_sessions = [sessions[s.run] for s in spec.pipeline.flow if s.when == "step" and s.run in sessions]
     components: list = []
     positions, masks, branches = {}, {}, {}
+    cross: dict[str, set[str]] = {}
+    if state.cross_cache is not None:
+        source, cross = cross_names(spec, sessions, file)
+        if cross:
+            components.append(CrossCache(backend, source, cross))
     for session in dict.fromkeys(step_sessions):
-        if discover(session, state.kv_cache, file) is not None:
+        taken = frozenset(cross.get(session.name, ()))
+        if discover(session, state.kv_cache, file, taken) is not None:
             components.append(KVCache(backend, session, state.kv_cache, spec.generation.max_length,
-                                      file, session.provider))
+                                      file, session.provider, taken))
         if state.position_ids.input_name in session.inputs:
             positions[session.name] = session.inputs[state.position_ids.input_name]
         if state.attention_mask.input_name in session.inputs:
@@ -113,7 +120,7 @@ def make_components(spec: PipelineSpec, sessions: dict, backend, file: str) -> l
         if owner is None or rec.output not in owner.outputs:
             raise ConfigError(f'no session has input "{rec.input}" and output "{rec.output}"',
                               file=file, path=f"$.pipeline.state.recurrent[{i}]")
-        components.append(Recurrent(backend, owner.name, rec))
+        components.append(Recurrent(backend, owner, rec, file, f"$.pipeline.state.recurrent[{i}]"))
     return components
 
 
@@ -128,10 +135,12 @@ def assemble(config: LoadedConfig, backend, providers=None, variant=None) -> Ass
             raise ConfigError(f'session "{out.session}" has no output "{out.name}" (available outputs: '
                               f"{', '.join(sessions[out.session].outputs)})", file=config.file,
                               path="$.pipeline.output.name")
-    plan = plan_flow(spec, sessions, components, config.file, loop.supplies, loop.reads)
+    supplies, reads = loop.io(spec)
+    plan = plan_flow(spec, sessions, components, config.file, supplies, reads)
     if spec.pipeline.output is not None:
         plan.pipeline_outputs.setdefault("output", (spec.pipeline.output.session, spec.pipeline.output.name))
         _keep(plan, spec.pipeline.output.session, spec.pipeline.output.name)
+    loop.check_plan(spec, plan, config.file)
     executor = Executor(backend, plan, components)
     plugin = load_plugin(config, backend, sessions, executor.values)
     executor.use_plugin(plugin)

@@ -33,7 +33,8 @@ class Executor:
 
     def run_phase(self, phase: str, inputs: dict[str, tuple[list, tuple[int, ...]]],
                   new_length: int = 0) -> dict[str, Any]:
-        """Run every step of ``phase``; ``inputs`` are host values (flat list, shape).
+        """Run every step of ``phase``; ``inputs`` are host values (flat list, shape), or
+        engine tensors a loop made itself (in the session input's dtype).
 
         ``new_length`` is how many positions this call adds to the state (the step phase of
         an autoregressive loop); returns the pipeline outputs produced in this phase.
@@ -55,6 +56,8 @@ class Executor:
         for name, kind, key in plan.feeds:
             if kind == "session":
                 feeds[name] = self.values[key]
+            elif not isinstance(inputs[key], tuple):   # an engine tensor a loop made itself
+                feeds[name] = inputs[key]
             else:
                 dtype = infos[name].dtype
                 cached = made.get((key, dtype))

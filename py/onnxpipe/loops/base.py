@@ -17,3 +17,14 @@ class LoopStrategy:
     reads: ClassVar[tuple[str, ...]] = ()
     #: True when the loop generates token ids (generate / chat); False for one-pass results
     makes_tokens: ClassVar[bool] = False
+    #: True when the loop runs once per chunk of a streamed input (detect_speech, not run)
+    streams: ClassVar[bool] = False
+
+    @classmethod
+    def io(cls, spec) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(pipeline inputs it supplies, pipeline outputs it reads) for this bundle's config."""
+        return cls.supplies, cls.reads
+
+    @classmethod
+    def check_plan(cls, spec, plan, file: str) -> None:
+        """Load-time checks of the planned flow that only this loop knows to make."""

@@ -10,6 +10,8 @@ Inputs (``B`` batch, ``S`` positions, ``V`` vocabulary):
   prompt length) or [B, V] (``logits_rank=2``), dtype float32 or float16.
 - ``penalty`` f32[1] and ``prev_tokens`` int64[B, N] (N >= 1), when ``with_penalty``; a row
   with fewer ids can repeat one of them (duplicates count once).
+- ``suppress_ids`` int64[M] (M >= 1), when ``with_suppress``: ids no row may pick (the same
+  for every row; duplicates are harmless).
 - sampling only: ``temperature`` f32[1] (> 0; use the greedy graph for temperature 0),
   ``top_k`` int64[1] (1..V; V or any value < 1 means no top-k; above V counts as V),
   ``top_p`` f32[1] (>= 1: off), ``min_p`` f32[1] (0: off), and ``uniform`` f32[B]: one
@@ -23,7 +25,8 @@ Semantics, per row (``reference_next_token`` implements them in pure Python):
 1. x = logits at the last position, cast to float32.
 2. Repetition penalty, for each distinct id t in prev_tokens: x[t] -> x[t] / penalty if
    x[t] > 0 else x[t] * penalty (transformers' RepetitionPenaltyLogitsProcessor).
-   Greedy stops here: the token is argmax(x), the lowest index on ties.
+   Suppression: x[t] -> -inf for each t in suppress_ids (transformers' SuppressTokens
+   processors). Greedy stops here: the token is argmax(x), the lowest index on ties.
 3. TopK k: the k largest x, sorted descending, the lower index first on ties.
 4. Divide those k values by temperature (after TopK, which is cheaper and gives the same order
    except for ties that rounding would create) and take their softmax p.
@@ -73,8 +76,9 @@ def _check(logits_dtype: str, logits_rank: int) -> None:
         raise ValueError(f"logits_rank: expected 3 ([B, S, V]) or 2 ([B, V]), got {logits_rank!r}")
 
 
-def _scores(g: Graph, logits_dtype: str, logits_rank: int, with_penalty: bool) -> str:
-    """Declare logits (+ penalty inputs); return the name of the float32 [B, V] scores."""
+def _scores(g: Graph, logits_dtype: str, logits_rank: int, with_penalty: bool,
+            with_suppress: bool = False) -> str:
+    """Declare logits (+ penalty and suppression inputs); return the float32 [B, V] scores."""
     dims = ["batch", "seq", "vocab"] if logits_rank == 3 else ["batch", "vocab"]
     x = g.input("logits", logits_dtype, dims)
     if logits_rank == 3:
@@ -82,8 +86,27 @@ def _scores(g: Graph, logits_dtype: str, logits_rank: int, with_penalty: bool) -
         x = g.node("Gather", [x, "last"], "last_logits", axis=1)
     if logits_dtype != "float32":
         x = g.node("Cast", [x], "logits_f32", to=1)
-    if not with_penalty:
-        return x
+    if with_penalty:
+        x = _penalize_graph(g, x)
+    if with_suppress:
+        x = _suppress_graph(g, x)
+    return x
+
+
+def _suppress_graph(g: Graph, x: str) -> str:
+    """x with -inf scattered at suppress_ids in every row."""
+    g.input("suppress_ids", "int64", ["suppressed"])
+    g.const("sup_axis0", [0], "int64", [1])
+    g.const("sup_neg_inf", [-math.inf], "float32", [1, 1])
+    row = g.node("Unsqueeze", ["suppress_ids", "sup_axis0"], "sup_row")
+    shape = g.node("Concat", [g.node("Shape", [x], "sup_batch", end=1),
+                              g.node("Shape", ["suppress_ids"], "sup_count")], "sup_shape", axis=0)
+    ids = g.node("Expand", [row, shape], "sup_ids")
+    neg = g.node("Expand", ["sup_neg_inf", shape], "sup_values")
+    return g.node("ScatterElements", [x, ids, neg], "suppressed", axis=1)
+
+
+def _penalize_graph(g: Graph, x: str) -> str:
     g.input("penalty", "float32", [1])
     g.input("prev_tokens", "int64", ["batch", "prev"])
     g.const("pen_zero", [0.0], "float32", [])
@@ -97,19 +120,20 @@ def _scores(g: Graph, logits_dtype: str, logits_rank: int, with_penalty: bool) -
 
 
 def greedy_graph(logits_dtype: str = "float32", with_penalty: bool = False,
-                 logits_rank: int = 3) -> bytes:
-    """Argmax over the last position (after the optional repetition penalty).
+                 logits_rank: int = 3, with_suppress: bool = False) -> bytes:
+    """Argmax over the last position (after the optional repetition penalty and suppression).
 
-    Inputs: ``logits`` (+ ``penalty``, ``prev_tokens``). Output: ``next_tokens`` int64[B].
+    Inputs: ``logits`` (+ ``penalty``, ``prev_tokens``; + ``suppress_ids``). Output:
+    ``next_tokens`` int64[B].
     """
     _check(logits_dtype, logits_rank)
-    return _greedy_graph(logits_dtype, bool(with_penalty), int(logits_rank))
+    return _greedy_graph(logits_dtype, bool(with_penalty), int(logits_rank), bool(with_suppress))
 
 
 @lru_cache(maxsize=None)
-def _greedy_graph(logits_dtype: str, with_penalty: bool, logits_rank: int) -> bytes:
+def _greedy_graph(logits_dtype: str, with_penalty: bool, logits_rank: int, with_suppress: bool) -> bytes:
     g = Graph("greedy")
-    x = _scores(g, logits_dtype, logits_rank, with_penalty)
+    x = _scores(g, logits_dtype, logits_rank, with_penalty, with_suppress)
     g.node("ArgMax", [x], "next_tokens", axis=-1, keepdims=0, select_last_index=0)
     g.output("next_tokens", "int64", ["batch"])
     return g.to_bytes()
@@ -215,21 +239,21 @@ def _topk_unsorted_branch(x: str) -> Graph:
 
 
 def sampling_graph(logits_dtype: str = "float32", with_penalty: bool = False,
-                   logits_rank: int = 3) -> bytes:
+                   logits_rank: int = 3, with_suppress: bool = False) -> bytes:
     """Temperature / top-k / top-p / min-p sampling driven by a caller-drawn uniform.
 
     Inputs: ``logits``, ``temperature``, ``top_k``, ``top_p``, ``min_p``, ``uniform``
-    (+ ``penalty``, ``prev_tokens``). Output: ``next_tokens`` int64[B]. See the module
-    docstring for the exact semantics.
+    (+ ``penalty``, ``prev_tokens``; + ``suppress_ids``). Output: ``next_tokens`` int64[B].
+    See the module docstring for the exact semantics.
     """
     _check(logits_dtype, logits_rank)
-    return _sampling_graph(logits_dtype, bool(with_penalty), int(logits_rank))
+    return _sampling_graph(logits_dtype, bool(with_penalty), int(logits_rank), bool(with_suppress))
 
 
 @lru_cache(maxsize=None)
-def _sampling_graph(logits_dtype: str, with_penalty: bool, logits_rank: int) -> bytes:
+def _sampling_graph(logits_dtype: str, with_penalty: bool, logits_rank: int, with_suppress: bool) -> bytes:
     g = Graph("sampling")
-    x = _scores(g, logits_dtype, logits_rank, with_penalty)
+    x = _scores(g, logits_dtype, logits_rank, with_penalty, with_suppress)
     for name in ("temperature", "top_k", "top_p", "min_p"):
         g.input(name, "int64" if name == "top_k" else "float32", [1])
     g.input("uniform", "float32", ["batch"])
@@ -265,32 +289,36 @@ def _f32(values: Sequence[float]) -> list[float]:
     return array("f", values).tolist()
 
 
-def _penalize(x: list[float], penalty: float, prev_tokens: Sequence[int]) -> list[float]:
+def _penalize(x: list[float], penalty: float, prev_tokens: Sequence[int],
+              suppress: Sequence[int] = ()) -> list[float]:
     (penalty,) = _f32([penalty])
     ids = sorted(set(prev_tokens))
     new = _f32([x[t] / penalty if x[t] > 0 else x[t] * penalty for t in ids])
     for t, v in zip(ids, new):
         x[t] = v
+    for t in suppress:
+        x[t] = -math.inf
     return x
 
 
 def reference_greedy_token(logits_row: Sequence[float], *, penalty: float = 1.0,
-                           prev_tokens: Sequence[int] = ()) -> int:
-    """Pure-Python greedy: argmax after the repetition penalty, lowest index on ties."""
-    x = _penalize(_f32(logits_row), penalty, prev_tokens)
+                           prev_tokens: Sequence[int] = (), suppress: Sequence[int] = ()) -> int:
+    """Pure-Python greedy: argmax after the repetition penalty and suppression, lowest index
+    on ties."""
+    x = _penalize(_f32(logits_row), penalty, prev_tokens, suppress)
     return max(range(len(x)), key=x.__getitem__)  # max keeps the first of equal keys
 
 
 def reference_next_token(logits_row: Sequence[float], *, temperature: float, top_k: int,
                          top_p: float, min_p: float, uniform: float, penalty: float = 1.0,
-                         prev_tokens: Sequence[int] = ()) -> int:
+                         prev_tokens: Sequence[int] = (), suppress: Sequence[int] = ()) -> int:
     """Pure-Python sampling with the module's exact semantics, for one row of logits.
 
     ``logits_row`` is the last position's logits (float16 inputs: pass their exact values).
     Arithmetic is float64 except where float32 rounding decides order (penalty); results can
     differ from the graph only when ``uniform`` sits within float32 rounding of a boundary.
     """
-    x = _penalize(_f32(logits_row), penalty, prev_tokens)
+    x = _penalize(_f32(logits_row), penalty, prev_tokens, suppress)
     k = len(x) if top_k < 1 else min(int(top_k), len(x))
     # a stable sort, reversed, keeps the lower index first among equal values
     order = sorted(range(len(x)), key=x.__getitem__, reverse=True)[:k]

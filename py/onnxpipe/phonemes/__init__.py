@@ -27,11 +27,16 @@ __all__ = ["PhonemeSentence", "Phonemizer", "load_phonemizer", "load_id_map"]
 class PhonemeSentence:
     text: str          # the sentence's source text (whitespace collapsed)
     phonemes: str      # what was mapped: normalized IPA with Piper's punctuation
-    ids: list[int]     # bos pad (phoneme pad)* eos
+    ids: list[int]     # bos pad (phoneme pad)* eos (no pads when pad is null)
+
+
+def _is_id(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def load_id_map(bundle_dir: str, ref: str) -> dict[str, list[int]]:
-    """The map named by ``ref`` ("file.json" or "file.json#member") in the bundle."""
+    """The map named by ``ref`` ("file.json" or "file.json#member") in the bundle, each phoneme's
+    ids as a list: Piper's maps give lists, others (Kokoro's vocab) one id per phoneme."""
     where = f"{SPEC_PATH}.id_map"
     name, _, member = ref.partition("#")
     path = os.path.join(os.fspath(bundle_dir), name)
@@ -50,13 +55,17 @@ def load_id_map(bundle_dir: str, ref: str) -> dict[str, list[int]]:
         data = data[member]
     label = f'"{member}"' if member else "the file"
     if not isinstance(data, dict) or not data:
-        raise ConfigError(f"expected {label} to be an object mapping phonemes to lists of ids, found "
+        raise ConfigError(f"expected {label} to be an object mapping phonemes to ids, found "
                           f"{json.dumps(data)[:80]}", file=path, path=where)
+    out = {}
     for key, ids in data.items():
-        if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
-            raise ConfigError(f'expected a list of integer ids for phoneme "{key}" in {label}, found '
-                              f"{json.dumps(ids)[:80]}", file=path, path=where)
-    return data
+        if _is_id(ids):
+            ids = [ids]
+        if not isinstance(ids, list) or not all(_is_id(i) for i in ids):
+            raise ConfigError(f'expected an integer id or a list of them for phoneme "{key}" in {label}, '
+                              f"found {json.dumps(ids)[:80]}", file=path, path=where)
+        out[key] = ids
+    return out
 
 
 class Phonemizer:
@@ -73,9 +82,12 @@ class Phonemizer:
         self._bos, self._eos, self._pad = (self._symbol(name) for name in ("bos", "eos", "pad"))
 
     def _symbol(self, name: str) -> list[int]:
+        """The ids of the bos / eos / pad setting: a symbol of the map, or ids given as they are."""
         symbol = getattr(self.spec, name)
         if symbol is None:
             return []
+        if isinstance(symbol, tuple):
+            return list(symbol)
         if symbol not in self.id_map:
             raise ConfigError(f'{name} symbol "{symbol}" is not in the id map ({self.spec.id_map})',
                               path=f"{SPEC_PATH}.{name}")
@@ -96,11 +108,17 @@ class Phonemizer:
             raise EngineError(f"phonemizer {spec.engine}: expected {len(flat)} outputs, found {len(raws)}")
         pending = iter(raws)
         out, dropped, skipped = [], Counter(), []
+        pieces = []
         for sentence in chunked:
-            source = " ".join(chunk.text for chunk in sentence)
             parts = [(clean(next(pending)), chunk.terminator) for chunk in sentence]
-            phonemes = normalize(assemble(parts, spec.clause_punctuation), spec.normalize)
-            ids, missing = to_ids(phonemes, self.id_map, self._bos, self._eos, self._pad)
+            pieces.extend(self._fit(sentence, parts))
+        for chunks, parts in pieces:
+            source = " ".join(chunk.text for chunk in chunks)
+            phonemes, ids, missing = self._ids(parts)
+            if spec.max_ids and len(ids) > spec.max_ids:
+                raise InputError(f"text: {source[:60]!r} makes {len(ids)} phoneme ids with no clause "
+                                 f"punctuation to split it at; this voice takes at most {spec.max_ids} "
+                                 f"({SPEC_PATH}.max_ids): add a comma or a full stop")
             if missing and spec.unknown == "error":
                 c = missing[0]
                 raise InputError(f'text: phoneme "{c}" (U+{ord(c):04X}) of the sentence {source!r} is not in the '
@@ -121,10 +139,33 @@ class Phonemizer:
         return out
 
 
+    def _ids(self, parts: list[tuple[str, str]]) -> tuple[str, list[int], list[str]]:
+        phonemes = normalize(assemble(parts, self.spec.clause_punctuation), self.spec.normalize)
+        ids, missing = to_ids(phonemes, self.id_map, self._bos, self._eos, self._pad)
+        return phonemes, ids, missing
+
+    def _fit(self, chunks: list, parts: list[tuple[str, str]]) -> list[tuple[list, list]]:
+        """The sentence as (chunks, parts) pieces of at most ``max_ids`` ids each, cut between
+        clauses (greedily: each piece takes as many clauses as fit); one piece when it fits."""
+        limit = self.spec.max_ids
+        if not limit or len(self._ids(parts)[1]) <= limit:
+            return [(chunks, parts)]
+        out: list[tuple[list, list]] = []
+        for chunk, part in zip(chunks, parts):
+            if out and len(self._ids(out[-1][1] + [part])[1]) <= limit:
+                out[-1][0].append(chunk)
+                out[-1][1].append(part)
+            else:
+                out.append(([chunk], [part]))
+        return out
+
+
 def load_phonemizer(bundle_dir: str, spec, engine=None) -> Phonemizer:
     """The phonemizer ``spec`` (a PhonemesPreprocessing) declares; ``engine`` replaces the
     native one (the browser passes phonemes.web.WebEspeak())."""
     bundle_dir = os.fspath(bundle_dir)
+    if spec.max_ids < 0:
+        raise ConfigError(f"expected 0 (no limit) or more ids, found {spec.max_ids}", path=f"{SPEC_PATH}.max_ids")
     id_map = load_id_map(bundle_dir, spec.id_map)
     warnings: list[str] = []
     if engine is None:

@@ -7,6 +7,9 @@ from .conversation import Conversation
 from .loaded import LoadedPipeline
 from .one_pass import OnePass, RunResult
 from .text_generation import GenerationResult, StreamEvent, TextGeneration
+from .transcription import Transcription
+from .transcription_result import TranscriptionResult, WindowText
+from .voice_activity import SpeechDetector, VoiceActivity, VoiceActivityResult
 
 __all__ = ["Conversation", "GenerationResult", "LoadedPipeline", "OnePass", "RunResult",
-           "StreamEvent", "TextGeneration"]
+           "SpeechDetector", "StreamEvent", "TextGeneration", "Transcription", "TranscriptionResult", "WindowText", "VoiceActivity", "VoiceActivityResult"]

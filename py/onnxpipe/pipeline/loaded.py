@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from ..engine import controls as control_values
 from ..engine.build import assemble, structure
-from ..errors import InputError
+from ..errors import ConfigError, InputError
 from ..loops import loop_for
 from ..onnx_info.session import SessionGraph
 from ..search import options as search_options
 from ..search.sampler import Sampler
+from .transcription import check_declarations as check_audio_declarations
 
 
 def _native_text(bundle_dir, spec):
@@ -42,6 +43,27 @@ class LoadedPipeline:
                            if phonemes is not None else None)
         self.controls = control_values.controls(self.spec.pipeline.inputs)
         self._vocab_size: int | None = None
+        self._check_token_data()
+        check_audio_declarations(self)
+
+    def _check_token_data(self) -> None:
+        """tokens.decoder_prefix and generation.suppress_tokens: a token loop, ids in the vocabulary."""
+        lists = {"$.tokens.decoder_prefix": self.spec.tokens.decoder_prefix}
+        suppress = self.spec.generation.suppress_tokens
+        if suppress is not None:
+            lists.update({"$.generation.suppress_tokens.always": suppress.always,
+                          "$.generation.suppress_tokens.at_start": suppress.at_start})
+        for path, ids in lists.items():
+            if not ids:
+                continue
+            if not self.loop.makes_tokens:
+                raise ConfigError(f'token ids here need a token loop; generation.loop is "{self.loop.name}"',
+                                  file=self.config.file, path=path)
+            vocab = self.vocab_size
+            bad = [i for i in ids if i < 0 or (vocab is not None and i >= vocab)]
+            if bad:
+                raise ConfigError(f"ids {bad[:5]} are outside the vocabulary (0..{vocab - 1 if vocab else '?'})",
+                                  file=self.config.file, path=path)
 
     def _load_text(self, loader):
         spec = self.spec.preprocessing.text
@@ -56,8 +78,14 @@ class LoadedPipeline:
 
     @property
     def kind(self) -> str:
-        """"speech" when pipeline.output is a waveform (use speak), else "text"."""
+        """"speech" when pipeline.output is a waveform (use speak); "voice-activity" when it is a
+        speech probability per chunk of a streaming loop (use detect_speech); "transcription" for
+        a token loop fed a waveform (preprocessing.audio; use transcribe); else "text"."""
         out = self.spec.pipeline.output
+        if out is not None and out.segments is not None:
+            return "voice-activity"
+        if self.spec.preprocessing.audio is not None and self.loop.makes_tokens:
+            return "transcription"   # a token loop fed a waveform: use transcribe
         return "speech" if out is not None and out.audio is not None else "text"
 
     @property
@@ -89,7 +117,8 @@ class LoadedPipeline:
 
     def require_loop(self, makes_tokens: bool, use: str) -> None:
         """Refuse a job this bundle's loop strategy doesn't do; ``use`` names the right call."""
-        if self.loop.makes_tokens != makes_tokens:
+        if self.loop.makes_tokens != makes_tokens or self.loop.streams:
+            use = "detect_speech() or speech_detector()" if self.loop.streams else use
             raise InputError(f'this bundle\'s loop is "{self.loop.name}": use {use}')
 
     # ---- per call ------------------------------------------------------------------------------

@@ -56,6 +56,9 @@ class TextGeneration:
     # ---- checks --------------------------------------------------------------------------------
 
     def prompt_ids(self, prompt, input_ids) -> list[int]:
+        prefix = self.loaded.spec.tokens.decoder_prefix
+        if prompt is None and input_ids is None and prefix:
+            return list(prefix)   # the bundle's own start (checked against the vocabulary at load)
         if (prompt is None) == (input_ids is None):
             raise InputError("give exactly one of prompt= (text) or input_ids= (token ids)")
         if input_ids is not None:

@@ -10,6 +10,7 @@ from ..config.schema import Generation
 from ..errors import InputError, choices_text, nearest
 
 _ALIASES = {"seed": "random_seed", "stop": "stop_strings", "max_tokens": "max_new_tokens"}
+_ID_LISTS = ("stop_token_ids", "suppress_tokens", "suppress_tokens_at_start")
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,8 @@ class SearchOptions:
     stop_strings: tuple[str, ...] = ()
     stop_token_ids: tuple[int, ...] = ()
     ignore_eos: bool = False
+    suppress_tokens: tuple[int, ...] = ()            # never picked (masked in the sampler graph)
+    suppress_tokens_at_start: tuple[int, ...] = ()   # not picked as a call's first new token
 
     @property
     def seed(self) -> int:
@@ -41,12 +44,15 @@ FIELDS = {f.name: f for f in dataclasses.fields(SearchOptions)}
 
 def defaults_from(generation: Generation) -> SearchOptions:
     s = generation.sampling
+    suppress = generation.suppress_tokens
     return SearchOptions(
         do_sample=s.do_sample, temperature=s.temperature, top_k=s.top_k, top_p=s.top_p,
         min_p=s.min_p, repetition_penalty=s.repetition_penalty, random_seed=s.random_seed,
         num_beams=s.num_beams, no_repeat_ngram_size=s.no_repeat_ngram_size,
         max_length=generation.max_length, min_length=generation.min_length,
-        stop_strings=generation.stop.strings, stop_token_ids=generation.stop.token_ids)
+        stop_strings=generation.stop.strings, stop_token_ids=generation.stop.token_ids,
+        suppress_tokens=suppress.always if suppress else (),
+        suppress_tokens_at_start=suppress.at_start if suppress else ())
 
 
 def _type_ok(name: str, value) -> bool:
@@ -71,8 +77,12 @@ def resolve(base: SearchOptions, overrides: dict) -> SearchOptions:
             hint = nearest(raw_name, list(FIELDS) + list(_ALIASES))
             tip = f' Did you mean "{hint}"?' if hint else ""
             raise InputError(f'unknown search option "{raw_name}".{tip} Valid options: {choices_text(FIELDS)}')
-        if name in ("stop_strings", "stop_token_ids"):
+        if name in _ID_LISTS or name == "stop_strings":
             value = tuple([value] if isinstance(value, (str, int)) else value or ())
+            if name in _ID_LISTS and not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0
+                                             for v in value):
+                raise InputError(f'search option "{raw_name}": expected token ids (integers >= 0), '
+                                 f"found {list(value)!r:.80}")
         if not _type_ok(name, value):
             raise InputError(f'search option "{raw_name}": expected {FIELDS[name].type}, found {value!r}')
         changes[name] = float(value) if FIELDS[name].type == "float" else value

@@ -10,6 +10,7 @@ from __future__ import annotations
 import random
 
 from ..ops import sampler as graphs
+from ..errors import InputError
 from .options import SearchOptions
 
 
@@ -24,6 +25,16 @@ class Sampler:
         build = graphs.sampling_graph if options.do_sample else graphs.greedy_graph
         self.graph = backend.open_graph(
             build(logits_dtype=logits_info.dtype, with_penalty=penalty, logits_rank=self.rank), provider)
+        # suppressed ids: one graph with a suppress_ids input, fed the list for this position
+        start = tuple(dict.fromkeys(options.suppress_tokens + options.suppress_tokens_at_start))
+        if self.vocab is not None and any(i >= self.vocab for i in start):
+            raise InputError(f"suppress_tokens: {[i for i in start if i >= self.vocab][:5]} outside the "
+                             f"vocabulary (0..{self.vocab - 1})")
+        self.suppress = {True: start, False: tuple(options.suppress_tokens)}
+        self.suppress_graph = backend.open_graph(
+            build(logits_dtype=logits_info.dtype, with_penalty=penalty, logits_rank=self.rank,
+                  with_suppress=True), provider) if start else None
+        self._suppress_ids: dict[bool, object] = {}
         self.rng = random.Random(options.seed)
         self.fixed: dict | None = None
 
@@ -41,8 +52,18 @@ class Sampler:
                          min_p=b.tensor([o.min_p], "float32", (1,)))
         return fixed
 
-    def __call__(self, logits, history: list[int]) -> int:
-        """The next token id given ``logits`` (engine handle) and all ids so far."""
+    def _suppressed(self, start: bool):
+        """(graph, suppress_ids tensor or None) for the first new token or a later one."""
+        ids = self.suppress[start]
+        if not ids:
+            return self.graph, None
+        if start not in self._suppress_ids:
+            self._suppress_ids[start] = self.backend.tensor(list(ids), "int64", (len(ids),))
+        return self.suppress_graph, self._suppress_ids[start]
+
+    def __call__(self, logits, history: list[int], start: bool = False) -> int:
+        """The next token id given ``logits`` (engine handle) and all ids so far; ``start``:
+        this is the call's first new token (``suppress_tokens_at_start`` apply)."""
         b = self.backend
         if self.fixed is None:
             self.fixed = self._fixed_inputs(logits)
@@ -53,7 +74,10 @@ class Sampler:
         if self.penalty:
             seen = history or [0]
             feeds["prev_tokens"] = b.tensor(seen, "int64", (1, len(seen)))
-        out = b.run(self.graph, feeds, ["next_tokens"])["next_tokens"]
+        graph, suppress = self._suppressed(start)
+        if suppress is not None:
+            feeds["suppress_ids"] = suppress
+        out = b.run(graph, feeds, ["next_tokens"])["next_tokens"]
         token = b.to_list(out)[0]
         b.dispose(out)
         return token

@@ -48,9 +48,13 @@ class Slot:
     value: object = None
 
 
-def discover(session, spec: KVCacheSpec, file: str) -> tuple[str, list[Slot]] | None:
-    """(format, slots) for ``session``, or None if it has no KV cache inputs."""
+def discover(session, spec: KVCacheSpec, file: str,
+             exclude: frozenset[str] = frozenset()) -> tuple[str, list[Slot]] | None:
+    """(format, slots) for ``session``, or None if it has no KV cache inputs; inputs in
+    ``exclude`` (another component's, e.g. frozen cross-attention keys) are never taken."""
     inputs, outputs = session.inputs, session.outputs
+    if exclude:
+        inputs = {k: v for k, v in inputs.items() if k not in exclude}
     fmt = spec.format
     pairs: list[tuple[str, str]] = []
     if fmt in ("auto", "separate", "shared_buffer"):
@@ -92,8 +96,8 @@ def slot_layers(spec: KVCacheSpec, slots: list[Slot]) -> dict[str, int]:
 
 class KVCache(StateComponent):
     def __init__(self, backend, session, spec: KVCacheSpec, max_length: int, file: str,
-                 provider: str = "cpu"):
-        found = discover(session, spec, file)
+                 provider: str = "cpu", exclude: frozenset[str] = frozenset()):
+        found = discover(session, spec, file, exclude)
         assert found is not None
         self.format, self.slots = found
         # sliding-window layers: fixed window-sized buffers the attention op evicts from itself

@@ -27,6 +27,21 @@ export const CHROMIUM_FLAGS = [
   '--disable-sync',
 ];
 
+/**
+ * Chromium flags that make ``wavPath`` the microphone (getUserMedia answers at once, no
+ * prompt). Chromium plays the file in a loop unless ``loop`` is false (its `%noloop` suffix:
+ * then silence follows the file). Audio may start without a user gesture, so a page can play
+ * the reply it made.
+ */
+export function fakeMicrophoneFlags(wavPath, { loop = false } = {}) {
+  return [
+    '--use-fake-device-for-media-stream',
+    '--use-fake-ui-for-media-stream',
+    `--use-file-for-fake-audio-capture=${wavPath}${loop ? '' : '%noloop'}`,
+    '--autoplay-policy=no-user-gesture-required',
+  ];
+}
+
 export function python() {
   if (process.env.PYTHON) return process.env.PYTHON;
   const venv = path.join(ROOT, '.venv', 'bin', 'python');
@@ -120,9 +135,11 @@ export function isLocal(url, mapped = []) {
  * Launch Chromium (fresh profile: Playwright gives every launch a new temporary
  * --user-data-dir) and one context whose every request not to 127.0.0.1 is aborted and
  * recorded in `offsite` (assert it stays empty). `logs` gathers page/worker console lines.
+ * `fakeMicrophone`: a WAV played once as the microphone (fakeMicrophoneFlags).
  */
-export async function launchBrowser({ args = [], contextOptions = {} } = {}) {
+export async function launchBrowser({ args = [], contextOptions = {}, fakeMicrophone } = {}) {
   if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} missing: run make web-deps`);
+  if (fakeMicrophone) args = [...args, ...fakeMicrophoneFlags(fakeMicrophone)];
   const browser = await chromium.launch({
     executablePath: CHROMIUM,
     headless: true,
@@ -166,8 +183,9 @@ export async function guardContext(context, mapped = []) {
  * A persistent context (its profile in userDataDir survives close/relaunch: Cache API,
  * HTTP cache), guarded like launchBrowser. Resolves to {context, offsite, logs}; close the context.
  */
-export async function launchPersistent(userDataDir, { args = [], contextOptions = {} } = {}) {
+export async function launchPersistent(userDataDir, { args = [], contextOptions = {}, fakeMicrophone } = {}) {
   if (!fs.existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} missing: run make web-deps`);
+  if (fakeMicrophone) args = [...args, ...fakeMicrophoneFlags(fakeMicrophone)];
   const context = await chromium.launchPersistentContext(userDataDir, {
     executablePath: CHROMIUM,
     headless: true,

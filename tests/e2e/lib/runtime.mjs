@@ -125,6 +125,55 @@ export async function speak(page, request, { cancelAfter = 0, timeout = TIMEOUTS
   return reply;
 }
 
+/**
+ * client.detectSpeech(samples, sampleRate, controls) in the page (a voice-activity bundle).
+ * samples: an array of numbers. Resolves to {result, wallMs}.
+ */
+export async function detectSpeech(page, samples, sampleRate, controls = {}, { timeout = TIMEOUTS.generate } = {}) {
+  const reply = await withTimeout(
+    page.evaluate(async ({ samples, sampleRate, controls }) => {
+      const client = window.__onnxpipe.client;
+      const t0 = performance.now();
+      try {
+        const result = await client.detectSpeech(new Float32Array(samples), sampleRate, controls);
+        return { result, wallMs: performance.now() - t0 };
+      } catch (e) {
+        return { error: { kind: e?.kind ?? 'internal', message: String(e?.message ?? e) } };
+      }
+    }, { samples: Array.from(samples), sampleRate, controls }),
+    timeout, 'detectSpeech');
+  if (reply.error) throw new RuntimeFailure(reply.error.kind, reply.error.message);
+  return reply;
+}
+
+/**
+ * client.transcribe(samples, sampleRate, onTranscript, options) in the page (a transcription
+ * bundle). samples: an array of numbers at any rate. cancelAfter: cancel once that many windows
+ * are done. Resolves to {result, windows: [{ms, ...window}], wallMs}.
+ */
+export async function transcribe(page, samples, sampleRate, options = {}, { cancelAfter = 0, timeout = TIMEOUTS.generate } = {}) {
+  const reply = await withTimeout(
+    page.evaluate(async ({ samples, sampleRate, options, cancelAfter }) => {
+      const client = window.__onnxpipe.client;
+      const windows = [];
+      let cancel = null;
+      const t0 = performance.now();
+      try {
+        const result = await client.transcribe(new Float32Array(samples), sampleRate, (window) => {
+          windows.push({ ms: performance.now() - t0, ...window });
+          if (cancelAfter && windows.length === cancelAfter) cancel = client.cancel();
+        }, options);
+        await cancel;
+        return { result, windows, wallMs: performance.now() - t0 };
+      } catch (e) {
+        return { error: { kind: e?.kind ?? 'internal', message: String(e?.message ?? e) } };
+      }
+    }, { samples: Array.from(samples), sampleRate, options, cancelAfter }),
+    timeout, 'transcribe');
+  if (reply.error) throw new RuntimeFailure(reply.error.kind, reply.error.message);
+  return reply;
+}
+
 // ---------------------------------------------------------------- bundles on disk
 
 function listFiles(dir) {

@@ -257,7 +257,7 @@ def test_unknown_kv_cache_format():
 
 def test_unknown_generation_loop():
     fails(doc(generation={"loop": "autoregresive"}), "$.generation.loop",
-          'Did you mean "autoregressive"?', "Valid options: autoregressive, single_pass, denoising")
+          'Did you mean "autoregressive"?', "Valid options: autoregressive, single_pass, streaming, denoising")
 
 
 def test_unknown_flow_phase_lists_phases():

@@ -1,4 +1,4 @@
-"""``pipeline.inputs``: caller controls with defaults, ranges and packing into one tensor.
+"""``pipeline.inputs``: caller controls with defaults, ranges, choices and packing into one tensor.
 
 A tiny single-pass "voice" whose output is ``ids * scales[1] + scales[0]`` (as floats), so
 the packed tensor's values and order show in the result.
@@ -23,7 +23,7 @@ CONTROLS = {
 }
 
 
-def build(tmp_path, inputs=None):
+def build(tmp_path, inputs=None, scales_from="scales"):
     vi = helper.make_tensor_value_info
     nodes = [
         helper.make_node("Cast", ["ids"], ["f"], to=TensorProto.FLOAT),
@@ -42,7 +42,8 @@ def build(tmp_path, inputs=None):
         "version": 2,
         "pipeline": {"sessions": {"voice": {"file": "voice.onnx"}},
                      "flow": [{"run": "voice", "when": "init"}],
-                     "dataflow": [{"from": "inputs.phoneme_ids", "to": "voice.ids"}],
+                     "dataflow": [{"from": "inputs.phoneme_ids", "to": "voice.ids"},
+                                  {"from": f"inputs.{scales_from}", "to": "voice.scales"}],
                      "inputs": CONTROLS if inputs is None else inputs,
                      "output": {"session": "voice", "name": "out"}},
         "generation": {"loop": "single_pass"}}))
@@ -58,7 +59,44 @@ def test_defaults_are_packed_in_declared_order(tmp_path):
     pipe = onnxpipe.load(tmp_path)
     assert run(pipe) == [2.5, 4.5, 6.5]
     assert [c.name for c in pipe.controls] == ["offset", "gain"]   # the packed tensor is no control
-    assert pipe.controls[1].to_dict() == {"name": "gain", "default": 2.0, "min": 0.0, "max": 4.0, "doc": "multiplied"}
+    assert pipe.controls[1].to_dict() == {"name": "gain", "default": 2.0, "min": 0.0, "max": 4.0, "doc": "multiplied",
+                                          "options": []}
+
+
+CHOICE = {"preset": {"dtype": "float32", "shape": [2], "default": "plain", "doc": "offset and gain",
+                     "options": {"plain": [0.0, 1.0], "loud": [1.0, 3.0]}}}
+
+
+def test_a_choice_control_gives_the_flow_its_options_value(tmp_path):
+    build(tmp_path, CHOICE, scales_from="preset")
+    pipe = onnxpipe.load(tmp_path)
+    assert run(pipe) == [1.0, 2.0, 3.0]
+    assert run(pipe, preset="loud") == [4.0, 7.0, 10.0]
+    assert [c.to_dict() for c in pipe.controls] == [{"name": "preset", "default": "plain", "min": None, "max": None,
+                                                     "doc": "offset and gain", "options": ["plain", "loud"]}]
+    for bad in ("medium", 1.0, ["loud"]):
+        with pytest.raises(InputError) as info:
+            run(pipe, preset=bad)
+        assert info.value.message.startswith(f"preset: expected one of plain, loud, found {bad!r}")
+    assert run(pipe, preset="loud") == [4.0, 7.0, 10.0]
+
+
+@pytest.mark.parametrize("edit, path, words", [
+    ({"default": "medium"}, "$.pipeline.inputs.preset.default", ["expected one of plain, loud, found 'medium'"]),
+    ({"default": None}, "$.pipeline.inputs.preset.default", ["expected one of plain, loud, found None"]),
+    ({"options": {"plain": [0.0], "loud": [1.0, 3.0]}}, "$.pipeline.inputs.preset.options.plain",
+     ['option "plain": expected 2 number(s) for shape [2], found [0.0]']),
+    ({"options": {"plain": "zero"}}, "$.pipeline.inputs.preset.options.plain", ["expected 2 number(s)"]),
+    ({"max": 3.0}, "$.pipeline.inputs.preset.max", ["a choice control (options) takes no range"]),
+    ({"pack": ["x"]}, "$.pipeline.inputs.preset.pack", ["cannot also be a pack"]),
+])
+def test_bad_choice_declarations_are_config_errors(tmp_path, edit, path, words):
+    build(tmp_path, {"preset": {**CHOICE["preset"], **edit}}, scales_from="preset")
+    with pytest.raises(ConfigError) as info:
+        onnxpipe.load(tmp_path)
+    assert info.value.path == path, info.value.message
+    for word in words:
+        assert word in info.value.message
 
 
 def test_a_caller_sets_one_control_and_keeps_the_other_default(tmp_path):

@@ -9,16 +9,16 @@ import pytest
 import onnxpipe
 from onnxpipe.config.schema import GENERATION_LOOPS
 from onnxpipe.errors import ConfigError
-from onnxpipe.loops import LOOPS, Autoregressive, SinglePass, loop_for
+from onnxpipe.loops import LOOPS, Autoregressive, SinglePass, Streaming, loop_for
 from tests.py.engine.test_single_pass import build
 
 
 def test_every_strategy_is_registered_under_its_own_name():
-    assert LOOPS == {"autoregressive": Autoregressive, "single_pass": SinglePass}
+    assert LOOPS == {"autoregressive": Autoregressive, "single_pass": SinglePass, "streaming": Streaming}
     for name, cls in LOOPS.items():
         assert cls.name == name and name in GENERATION_LOOPS
         assert isinstance(cls.supplies, tuple) and isinstance(cls.reads, tuple)
-    assert Autoregressive.makes_tokens and not SinglePass.makes_tokens
+    assert Autoregressive.makes_tokens and not SinglePass.makes_tokens and not Streaming.makes_tokens
     assert "logits" in Autoregressive.reads and "input_ids" in Autoregressive.supplies
 
 
@@ -31,10 +31,10 @@ def test_a_loop_the_runtime_lacks_is_refused_at_load(tmp_path):
         onnxpipe.load(tmp_path)
     text = str(err.value)
     assert "$.generation.loop" in text and "pipeline.json" in text
-    assert "autoregressive, single_pass" in text
+    assert "autoregressive, single_pass, streaming" in text
 
 
 def test_loop_for_names_the_known_ones():
     assert loop_for("single_pass") is SinglePass
-    with pytest.raises(ConfigError, match="autoregressive, single_pass"):
+    with pytest.raises(ConfigError, match="autoregressive, single_pass, streaming"):
         loop_for("beam_of_light")

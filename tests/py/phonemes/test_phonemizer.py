@@ -86,6 +86,30 @@ def test_bos_eos_pad_can_be_left_out(bundle, make_spec, piper, piper_map):
     assert phonemizer.sentences("Hello.")[0].ids == [piper_map[p][0] for p in phonemes]
 
 
+def test_one_id_per_symbol_and_ids_given_directly(bundle, make_spec, piper, piper_map):
+    """A map of single ids (Kokoro's vocab.json) with bos / eos given as ids and no pad:
+    [0, phoneme ids..., 0]."""
+    single = {symbol: ids[0] + 1 for symbol, ids in piper_map.items()}
+    (bundle / "single.json").write_text(json.dumps({"vocab": single}), encoding="utf-8")
+    phonemizer = load_phonemizer(bundle, make_spec(id_map="single.json#vocab", bos=(0,), eos=(0,), pad=None))
+    ((phonemes, _),) = piper("Hello.")
+    assert phonemizer.sentences("Hello.")[0].ids == [0] + [single[p] for p in phonemes] + [0]
+
+
+def test_max_ids_cuts_between_clauses(bundle, make_spec):
+    text = "One two three, four five six, seven eight nine."
+    whole = load_phonemizer(bundle, make_spec()).sentences(text)
+    assert len(whole) == 1
+    cut = load_phonemizer(bundle, make_spec(max_ids=len(whole[0].ids) - 1)).sentences(text)
+    assert [s.text for s in cut] == ["One two three, four five six,", "seven eight nine."]
+    assert all(len(s.ids) < len(whole[0].ids) for s in cut)
+    with pytest.raises(InputError, match=r"'One two three,' makes \d+ phoneme ids .*at most 10 "
+                                         r"\(\$\.preprocessing\.phonemes\.max_ids\)"):
+        load_phonemizer(bundle, make_spec(max_ids=10)).sentences(text)
+    with pytest.raises(ConfigError, match=r"max_ids: expected 0 \(no limit\) or more ids, found -1"):
+        load_phonemizer(bundle, make_spec(max_ids=-1))
+
+
 def test_symbol_missing_from_the_map(bundle, make_spec):
     with pytest.raises(ConfigError, match=r'\$\.preprocessing\.phonemes\.bos: bos symbol "<s>" is not in the id map'):
         load_phonemizer(bundle, make_spec(bos="<s>"))
@@ -96,10 +120,12 @@ def test_symbol_missing_from_the_map(bundle, make_spec):
     ("{not json", "map.json", "expected JSON, found a syntax error"),
     ('{"phoneme_id_map": {}}', "map.json#phoneme_map", 'expected a member "phoneme_map", found phoneme_id_map'),
     ('[1, 2]', "map.json#phoneme_id_map", 'expected a member "phoneme_id_map", found list'),
-    ('{"m": {"a": 3}}', "map.json#m", 'expected a list of integer ids for phoneme "a" in "m", found 3'),
-    ('{"a": [1, "2"]}', "map.json", r'expected a list of integer ids for phoneme "a" in the file, found \[1, "2"\]'),
-    ('{"a": [true]}', "map.json", "expected a list of integer ids"),
-    ('{"m": []}', "map.json#m", 'expected "m" to be an object mapping phonemes to lists of ids, found \\[\\]'),
+    ('{"m": {"a": 3.5}}', "map.json#m", 'expected an integer id or a list of them for phoneme "a" in "m", found 3.5'),
+    ('{"a": [1, "2"]}', "map.json", r'expected an integer id or a list of them for phoneme "a" in the file, '
+                                    r'found \[1, "2"\]'),
+    ('{"a": [true]}', "map.json", "expected an integer id or a list of them"),
+    ('{"a": true}', "map.json", "expected an integer id or a list of them"),
+    ('{"m": []}', "map.json#m", 'expected "m" to be an object mapping phonemes to ids, found \\[\\]'),
 ])
 def test_id_map_errors_name_the_file_and_what_was_expected(bundle, make_spec, content, ref, message):
     if content is not None:

@@ -1,7 +1,8 @@
-// Voice settings: one slider + number per control the bundle declares (pipeline.json inputs).
+// Voice settings: per control the bundle declares (pipeline.json inputs), a slider + number,
+// or a <select> for a choice control (e.g. Kokoro's voices).
 
-import type { ControlInfo } from '../protocol';
-import { el } from '../chat/dom';
+import type { ControlInfo, ControlValue } from '../protocol';
+import { el, labelled } from '../chat/dom';
 
 interface Row {
   root: HTMLElement;
@@ -9,6 +10,12 @@ interface Row {
   number: HTMLInputElement;
   slider: HTMLInputElement | null;
   hint: HTMLElement;
+}
+
+interface Choice {
+  root: HTMLElement;
+  info: ControlInfo;
+  select: HTMLSelectElement;
 }
 
 /** Piper's length_scale stretches time: show its speed too (1 / length_scale). */
@@ -28,6 +35,7 @@ export class VoiceControls {
   private readonly list: HTMLElement;
   private readonly resetButton: HTMLButtonElement;
   private rows: Row[] = [];
+  private choices: Choice[] = [];
   private disabled = true;
 
   constructor() {
@@ -42,17 +50,31 @@ export class VoiceControls {
   }
 
   setControls(controls: ControlInfo[]): void {
-    this.rows = controls.map((info) => this.row(info));
-    this.list.replaceChildren(...(this.rows.length
-      ? this.rows.map((r) => r.root)
+    const roots: HTMLElement[] = [];
+    this.rows = [];
+    this.choices = [];
+    for (const info of controls) {   // declaration order, choices among the numbers
+      if (info.options.length > 0) {
+        const choice = this.choice(info);
+        this.choices.push(choice);
+        roots.push(choice.root);
+      } else {
+        const row = this.row(info);
+        this.rows.push(row);
+        roots.push(row.root);
+      }
+    }
+    this.list.replaceChildren(...(roots.length
+      ? roots
       : [el('p', { class: 'field-hint', text: 'This voice has no settings.' })]));
     this.root.dataset.controls = controls.map((c) => c.name).join(',');
     this.setDisabled(this.disabled);
   }
 
   /** Values by control name, or null (with the browser's message shown) when one is invalid. */
-  read(): Record<string, number> | null {
-    const values: Record<string, number> = {};
+  read(): Record<string, ControlValue> | null {
+    const values: Record<string, ControlValue> = {};
+    for (const choice of this.choices) values[choice.info.name] = choice.select.value;
     for (const row of this.rows) {
       if (!row.number.checkValidity() || row.number.value.trim() === '') {
         this.root.setAttribute('open', '');
@@ -65,7 +87,8 @@ export class VoiceControls {
   }
 
   reset(): void {
-    for (const row of this.rows) this.set(row, row.info.default, true);
+    for (const row of this.rows) this.set(row, Number(row.info.default), true);
+    for (const choice of this.choices) choice.select.value = String(choice.info.default);
   }
 
   setDisabled(disabled: boolean): void {
@@ -74,7 +97,18 @@ export class VoiceControls {
       row.number.disabled = disabled;
       if (row.slider) row.slider.disabled = disabled;
     }
-    this.resetButton.disabled = disabled || this.rows.length === 0;
+    for (const choice of this.choices) choice.select.disabled = disabled;
+    this.resetButton.disabled = disabled || this.rows.length + this.choices.length === 0;
+  }
+
+  private choice(info: ControlInfo): Choice {
+    const select = el('select', { name: info.name, 'data-testid': `tts-control-${info.name}` },
+      ...info.options.map((option) => el('option', { value: option, text: option })));
+    select.value = String(info.default);
+    const root = labelled(caption(info), select, `${info.name} · default ${info.default}`);
+    root.classList.add('tts-control');
+    root.dataset.control = info.name;
+    return { root, info, select };
   }
 
   private row(info: ControlInfo): Row {
@@ -105,7 +139,7 @@ export class VoiceControls {
       if (slider && Number.isFinite(number.valueAsNumber)) slider.value = String(number.valueAsNumber);
       hint.textContent = describe(info, number.valueAsNumber);
     });
-    this.set(row, info.default, true);
+    this.set(row, Number(info.default), true);
     return row;
   }
 

@@ -1,0 +1,186 @@
+"""Whisper as three ONNX graphs (legacy ``torch.onnx.export``, fp32, plain ONNX ops):
+
+- ``mel.onnx``: ``waveform`` f32[1, n] at 16 kHz -> ``input_features`` f32[1, mels, 3000], the
+  log-mel spectrogram of transformers' WhisperFeatureExtractor (zero-padded or cut to 30 s,
+  centred reflect-padded STFT with a periodic Hann window as a strided Conv, power, Slaney mel
+  filters, log10 of at least 1e-10, floor at max - 8, then (x + 4) / 4).
+- ``encoder.onnx``: ``input_features`` -> ``cross_key_values.{i}.key/value`` [1, heads, 1500,
+  head]: the encoder AND every decoder layer's cross-attention key/value projections, so the
+  decoder never recomputes them.
+- ``decoder.onnx``: ``input_ids`` [1, s], ``past_key_values.{i}.key/value`` [1, heads, past,
+  head] and the cross keys/values -> ``logits`` [1, s, vocab], ``present.{i}.key/value``. The
+  positions are the past length onwards, read from the past's shape: no position input.
+
+The decoder is written out here (pre-norm layers: self-attention with a causal mask, cross
+attention, GELU MLP) over the transformers model's own modules, so the traced graph is plain
+MatMul/Softmax with the KV layout above.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+OPSET = 17
+SAMPLE_RATE = 16000
+N_FFT = 400
+HOP = 160
+CHUNK_SECONDS = 30
+N_SAMPLES = SAMPLE_RATE * CHUNK_SECONDS
+CROSS_KEY, CROSS_VALUE = "cross_key_values.{layer}.key", "cross_key_values.{layer}.value"
+PAST_KEY, PAST_VALUE = "past_key_values.{layer}.key", "past_key_values.{layer}.value"
+PRESENT_KEY, PRESENT_VALUE = "present.{layer}.key", "present.{layer}.value"
+
+
+def names(pattern_key: str, pattern_value: str, layers: int) -> list[str]:
+    return [p.format(layer=i) for i in range(layers) for p in (pattern_key, pattern_value)]
+
+
+class LogMel(nn.Module):
+    """Waveform [1, n] -> Whisper log-mel features [1, mels, frames]."""
+
+    def __init__(self, mel_filters: np.ndarray):   # [n_fft // 2 + 1, mels], as transformers keeps it
+        super().__init__()
+        bins = N_FFT // 2 + 1
+        n = np.arange(N_FFT)
+        window = 0.5 - 0.5 * np.cos(2 * np.pi * n / N_FFT)   # periodic Hann
+        angle = 2 * np.pi * np.outer(np.arange(bins), n) / N_FFT
+        basis = np.concatenate([np.cos(angle) * window, -np.sin(angle) * window])   # [2 * bins, n_fft]
+        self.bins = bins
+        self.register_buffer("basis", torch.tensor(basis[:, None, :], dtype=torch.float32))
+        self.register_buffer("filters", torch.tensor(np.asarray(mel_filters).T, dtype=torch.float32))
+
+    def forward(self, waveform):
+        padded = torch.cat([waveform, torch.zeros(1, N_SAMPLES, dtype=waveform.dtype)], dim=1)
+        x = padded[:, :N_SAMPLES].unsqueeze(1)
+        x = F.pad(x, (N_FFT // 2, N_FFT // 2), mode="reflect")
+        spec = F.conv1d(x, self.basis, stride=HOP)                  # [1, 2 * bins, frames + 1]
+        re, im = spec[:, :self.bins, :-1], spec[:, self.bins:, :-1]  # the last frame is dropped
+        mel = torch.matmul(self.filters, re * re + im * im)
+        log = torch.log10(torch.clamp(mel, min=1e-10))
+        log = torch.maximum(log, log.max() - 8.0)
+        return (log + 4.0) / 4.0
+
+
+def _heads(x, heads: int):
+    b, t, d = x.shape
+    return x.view(b, t, heads, d // heads).transpose(1, 2)
+
+
+class Encoder(nn.Module):
+    """input_features -> every decoder layer's cross-attention keys and values."""
+
+    def __init__(self, hf):
+        super().__init__()
+        self.encoder = hf.model.encoder
+        self.layers = hf.model.decoder.layers
+        self.heads = hf.config.decoder_attention_heads
+
+    def forward(self, input_features):
+        hidden = self.encoder(input_features=input_features).last_hidden_state
+        out = []
+        for layer in self.layers:
+            out.append(_heads(layer.encoder_attn.k_proj(hidden), self.heads))
+            out.append(_heads(layer.encoder_attn.v_proj(hidden), self.heads))
+        return tuple(out)
+
+
+def _attend(q, k, v, mask=None):
+    scores = torch.matmul(q, k.transpose(-1, -2))
+    if mask is not None:
+        scores = scores + mask
+    return torch.matmul(torch.softmax(scores, dim=-1), v)
+
+
+def _merge(x):
+    b, h, t, d = x.shape
+    return x.transpose(1, 2).reshape(b, t, h * d)
+
+
+class Decoder(nn.Module):
+    """One decoder pass with explicit self-attention past/present and frozen cross keys/values."""
+
+    def __init__(self, hf):
+        super().__init__()
+        self.decoder = hf.model.decoder
+        # one copy of the tied embedding, stored [d_model, vocab]: a Gather for the input and
+        # a MatMul for the logits read the same initializer (a transposed copy would add 100 MB)
+        self.register_buffer("embed_t", hf.model.decoder.embed_tokens.weight.detach().T.contiguous())
+        self.heads = hf.config.decoder_attention_heads
+        self.n = hf.config.decoder_layers
+        self.scale = (hf.config.d_model // self.heads) ** -0.5
+
+    def forward(self, input_ids, *kv):
+        past, cross = kv[:2 * self.n], kv[2 * self.n:]
+        dec = self.decoder
+        s = input_ids.shape[1]
+        past_len = past[0].shape[2]
+        positions = torch.arange(s) + past_len
+        tokens = torch.index_select(self.embed_t, 1, input_ids.reshape(-1)).T.unsqueeze(0)
+        hidden = tokens + dec.embed_positions.weight[positions].unsqueeze(0)
+        rows = positions.unsqueeze(1)
+        cols = torch.arange(s + past_len).unsqueeze(0)
+        mask = torch.where(cols > rows, torch.tensor(-1e9), torch.tensor(0.0))
+        presents = []
+        for i, layer in enumerate(dec.layers):
+            sa = layer.self_attn
+            h = layer.self_attn_layer_norm(hidden)
+            q = _heads(sa.q_proj(h) * self.scale, self.heads)
+            k = torch.cat([past[2 * i], _heads(sa.k_proj(h), self.heads)], dim=2)
+            v = torch.cat([past[2 * i + 1], _heads(sa.v_proj(h), self.heads)], dim=2)
+            presents += [k, v]
+            hidden = hidden + sa.out_proj(_merge(_attend(q, k, v, mask)))
+            ca = layer.encoder_attn
+            h = layer.encoder_attn_layer_norm(hidden)
+            q = _heads(ca.q_proj(h) * self.scale, self.heads)
+            hidden = hidden + ca.out_proj(_merge(_attend(q, cross[2 * i], cross[2 * i + 1])))
+            h = layer.final_layer_norm(hidden)
+            hidden = hidden + layer.fc2(F.gelu(layer.fc1(h)))
+        logits = torch.matmul(dec.layer_norm(hidden), self.embed_t)
+        return (logits, *presents)
+
+
+def _export(module, args, path, inputs, outputs, dynamic) -> None:
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")   # tracer warnings about shapes turned into Python ints
+        torch.onnx.export(module, args, str(path), input_names=inputs, output_names=outputs,
+                          dynamic_axes=dynamic, opset_version=OPSET, dynamo=False)
+
+
+def export_mel(mel_filters: np.ndarray, path) -> None:
+    wave = torch.randn(1, SAMPLE_RATE * 3, generator=torch.Generator().manual_seed(0))
+    _export(LogMel(mel_filters).eval(), (wave,), path, ["waveform"], ["input_features"],
+            {"waveform": {1: "samples"}})
+
+
+def export_encoder(hf, path) -> None:
+    n = hf.config.decoder_layers
+    feats = torch.zeros(1, hf.config.num_mel_bins, 2 * hf.config.max_source_positions)
+    _export(Encoder(hf).eval(), (feats,), path, ["input_features"],
+            names(CROSS_KEY, CROSS_VALUE, n), None)
+
+
+def export_decoder(hf, path) -> None:
+    cfg = hf.config
+    n, heads = cfg.decoder_layers, cfg.decoder_attention_heads
+    head = cfg.d_model // heads
+    gen = torch.Generator().manual_seed(0)
+    past_len, seq = 3, 2   # a non-empty past, so no length is baked in
+    past = [torch.randn(1, heads, past_len, head, generator=gen) for _ in range(2 * n)]
+    cross = [torch.randn(1, heads, cfg.max_source_positions, head, generator=gen) for _ in range(2 * n)]
+    ids = torch.tensor([[cfg.decoder_start_token_id] * seq])
+    past_names, cross_names = names(PAST_KEY, PAST_VALUE, n), names(CROSS_KEY, CROSS_VALUE, n)
+    present_names = names(PRESENT_KEY, PRESENT_VALUE, n)
+    dynamic = {"input_ids": {1: "sequence_length"}, "logits": {1: "sequence_length"}}
+    dynamic.update({name: {2: "past_sequence_length"} for name in past_names})
+    dynamic.update({name: {2: "total_sequence_length"} for name in present_names})
+    _export(Decoder(hf).eval(), (ids, *past, *cross), path, ["input_ids", *past_names, *cross_names],
+            ["logits", *present_names], dynamic)
+
+
+__all__ = ["CHUNK_SECONDS", "N_SAMPLES", "SAMPLE_RATE", "export_decoder", "export_encoder",
+           "export_mel"]

@@ -1,0 +1,193 @@
+// Drive the voice chat page (/voice.html) from Node: a WAV as the microphone, the page's
+// state read through window.__onnxpipeVoice. Used by tests/e2e/run-voice.mjs and voice.test.mjs.
+//
+//   const mic = fakeMicWav('question.wav', dir);            // padded copy, 16-bit PCM
+//   const { browser, context } = await launchBrowser({ fakeMicrophone: mic.path });
+//   const page = await openVoicePage(context, server.url);
+//   const turn = await talk(page);                          // Start, wait for one whole turn
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { ROOT, python } from './browser.mjs';
+import { TIMEOUTS } from './timeouts.mjs';
+import { readWav } from './wav.mjs';
+
+/** 16-bit PCM mono WAV bytes. */
+export function wavBytes(samples, rate) {
+  const out = Buffer.alloc(44 + samples.length * 2);
+  out.write('RIFF', 0, 'ascii');
+  out.writeUInt32LE(36 + samples.length * 2, 4);
+  out.write('WAVEfmt ', 8, 'ascii');
+  out.writeUInt32LE(16, 16);
+  out.writeUInt16LE(1, 20);
+  out.writeUInt16LE(1, 22);
+  out.writeUInt32LE(rate, 24);
+  out.writeUInt32LE(rate * 2, 28);
+  out.writeUInt16LE(2, 32);
+  out.writeUInt16LE(16, 34);
+  out.write('data', 36, 'ascii');
+  out.writeUInt32LE(samples.length * 2, 40);
+  for (let i = 0; i < samples.length; i++) out.writeInt16LE(Math.round(Math.max(-1, Math.min(1, samples[i])) * 32767), 44 + i * 2);
+  return out;
+}
+
+/**
+ * Pieces of audio and silence joined into one WAV for the fake microphone, written to
+ * ``out``: parts are WAV paths or {silence: seconds}; every WAV must share one rate.
+ * Resolves to {path, rate, seconds, spans: [[start_s, end_s] of each WAV part]}.
+ */
+export function joinWavs(parts, out) {
+  const pieces = [];
+  let rate = null;
+  for (const part of parts) {
+    if (typeof part === 'string') {
+      const wav = readWav(part);
+      if (rate !== null && wav.sampleRate !== rate) throw new Error(`${part}: ${wav.sampleRate} Hz, the others ${rate} Hz`);
+      rate = wav.sampleRate;
+      pieces.push(wav.samples);
+    } else {
+      pieces.push({ silence: part.silence });
+    }
+  }
+  rate ??= 16000;
+  const total = pieces.reduce((n, p) => n + (p instanceof Float32Array ? p.length : Math.round(p.silence * rate)), 0);
+  const samples = new Float32Array(total);
+  let at = 0;
+  const spans = [];
+  for (const p of pieces) {
+    if (p instanceof Float32Array) {
+      samples.set(p, at);
+      spans.push([at / rate, (at + p.length) / rate]);
+      at += p.length;
+    } else {
+      at += Math.round(p.silence * rate);
+    }
+  }
+  fs.mkdirSync(path.dirname(out), { recursive: true });
+  fs.writeFileSync(out, wavBytes(samples, rate));
+  return { path: out, rate, seconds: total / rate, spans };
+}
+
+/** The microphone file for one question: silence, the question, then silence (Chromium plays
+ * it once; the page must hear the question's end before the file runs out). */
+export function fakeMicWav(questionWav, out, { before = 1.0, after = 3.0 } = {}) {
+  return joinWavs([{ silence: before }, questionWav, { silence: after }], out);
+}
+
+/** Render ``text`` with the Piper voice natively (`python -m onnxpipe tts`) into ``out``. */
+export function renderSpeech(text, out, { bundle = path.join(ROOT, 'public', 'models', 'piper-en-us-joe') } = {}) {
+  fs.mkdirSync(path.dirname(out), { recursive: true });
+  execFileSync(python(), ['-m', 'onnxpipe', 'tts', bundle, '--text', text, '--out', out], {
+    cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, PYTHONPATH: `${path.join(ROOT, 'py')}:${ROOT}` },
+    timeout: TIMEOUTS.native,
+  });
+  return out;
+}
+
+/** Open /voice.html; resolves once its controller and voice picker are up. */
+export async function openVoicePage(context, baseUrl, { timeout = TIMEOUTS.page, prepare } = {}) {
+  const page = await context.newPage();
+  if (prepare) await prepare(page);   // e.g. installScriptedMicrophone, before the page's scripts run
+  await page.goto(`${baseUrl}voice.html`, { timeout });
+  await page.waitForFunction(() => Boolean(window.__onnxpipeVoice?.controller)
+    && document.querySelector('[data-testid=voice-bundle] option'), null, { timeout, polling: 50 });
+  return page;
+}
+
+/** The page's state, copied out. */
+export function voiceState(page) {
+  return page.evaluate(() => JSON.parse(JSON.stringify(window.__onnxpipeVoice.state)));
+}
+
+/** Wait until ``predicate(state)`` (run in the page) holds or the page reports an error. */
+export async function waitVoice(page, predicate, { timeout = TIMEOUTS.generate, what = 'voice page' } = {}) {
+  try {
+    await page.waitForFunction(`(() => { const s = window.__onnxpipeVoice.state; return s.lastError !== null || (${predicate})(s); })()`,
+      null, { timeout, polling: 50 });
+  } catch (error) {
+    const state = await voiceState(page).catch(() => null);
+    throw new Error(`${what}: ${error.message.split('\n')[0]}; state: ${JSON.stringify(state)}`);
+  }
+  const state = await voiceState(page);
+  if (state.lastError) throw new Error(`${what}: the page failed (${state.lastError.during}, ${state.lastError.kind}): ${state.lastError.message}`);
+  return state;
+}
+
+/**
+ * Pick the voice, press Start (the four models load, the microphone opens) and wait for the
+ * listening phase. ``voice``: a voice bundle name; ``voiceName``: one of its voices.
+ */
+export async function startListening(page, { voice, voiceName, mode = 'hands-free', timeout = TIMEOUTS.load } = {}) {
+  if (voice) await page.getByTestId('voice-bundle').selectOption(voice);
+  await page.getByTestId(mode === 'hands-free' ? 'voice-mode-hands-free' : 'voice-mode-ptt').check();
+  const t0 = performance.now();
+  await page.getByTestId('voice-start').click();
+  const state = await waitVoice(page, '(s) => s.running', { timeout, what: 'start' });
+  if (voiceName) {
+    await page.getByTestId('voice-voice').selectOption(voiceName);
+  }
+  return { state, startMs: performance.now() - t0 };
+}
+
+/** Wait for ``count`` finished turns; resolves to the state then. */
+export function turnsDone(page, count = 1, options = {}) {
+  return waitVoice(page, `(s) => s.turns.length >= ${count} && s.phase !== 'transcribing'`, { what: `turn ${count}`, ...options });
+}
+
+/** The run-voice.mjs JSON of a finished turn. */
+export function turnJson(turn, extra = {}) {
+  return {
+    transcript: turn.transcript,
+    reply: turn.reply,
+    reply_audio_seconds: Number(turn.replyAudioSeconds.toFixed(3)),
+    latency_ms: turn.latencyMs,
+    stage_ms: turn.stageMs,
+    finish: turn.finish,
+    speech_seconds: Number(turn.speechSeconds.toFixed(3)),
+    reply_done_ms: turn.replyDoneMs,
+    voice: turn.voice,
+    ...extra,
+  };
+}
+
+/** Lower case, no punctuation, single spaces: for comparing transcripts. */
+export function normalizeText(text) {
+  return text.toLowerCase().replace(/[^\p{L}\p{N}\s']/gu, ' ').replace(/\s+/g, ' ').trim();
+}
+
+/**
+ * Replace the page's microphone with one the test speaks into: getUserMedia answers with the
+ * stream of a MediaStreamAudioDestinationNode, and `window.__scriptedMic.say(base64Wav)` plays
+ * a WAV into it at the moment the test chooses (resolves with its duration in seconds). The
+ * page's own capture path (worklet, VAD worker) is unchanged. Needs the autoplay flag
+ * (fakeMicrophoneFlags has it) so the test's AudioContext runs without a gesture.
+ */
+export async function installScriptedMicrophone(page) {
+  await page.addInitScript(() => {
+    let ctx = null;
+    let dest = null;
+    const open = () => {
+      ctx ??= new AudioContext();
+      dest ??= ctx.createMediaStreamDestination();
+      return ctx.resume().then(() => dest);
+    };
+    window.__scriptedMic = {
+      async say(base64) {
+        const d = await open();
+        const bytes = Uint8Array.from(atob(base64), (c) => c.charCodeAt(0));
+        const buffer = await ctx.decodeAudioData(bytes.buffer);
+        const source = ctx.createBufferSource();
+        source.buffer = buffer;
+        source.connect(d);
+        source.start();
+        return buffer.duration;
+      },
+    };
+    navigator.mediaDevices.getUserMedia = async () => (await open()).stream;
+  });
+}
+
+/** Play ``wavPath`` into the scripted microphone now; resolves with its duration (s). */
+export function say(page, wavPath) {
+  return page.evaluate((b64) => window.__scriptedMic.say(b64), fs.readFileSync(wavPath).toString('base64'));
+}

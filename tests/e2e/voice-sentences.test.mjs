@@ -1,0 +1,72 @@
+// The voice page's sentence splitter (web/src/voice/sentences.ts): streamed reply text comes
+// out as whole sentences, the same however the stream is cut, each as soon as it is complete.
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { test } from 'node:test';
+import { runnerImport } from 'vite';
+import { ROOT } from './lib/browser.mjs';
+
+const { module: m } = await runnerImport(path.join(ROOT, 'web', 'src', 'voice', 'sentences.ts'));
+
+const TEXT = 'The capital of France is Paris. It has 2.1 million people, e.g. in the city itself! '
+  + 'Dr. Smith said "it is lovely." Is it? Yes…\nThings to see:\n1. The Louvre\n2. The Eiffel Tower\nEnjoy';
+const SENTENCES = [
+  'The capital of France is Paris.', 'It has 2.1 million people, e.g. in the city itself!',
+  'Dr. Smith said "it is lovely."', 'Is it?', 'Yes…', 'Things to see:', '1. The Louvre', '2. The Eiffel Tower', 'Enjoy',
+];
+
+/** Push ``text`` in pieces of ``step`` characters; each sentence with the length pushed when it came out. */
+function split(text, step, options) {
+  const s = new m.SentenceSplitter(options);
+  const out = [];
+  for (let i = 0; i < text.length; i += step) {
+    for (const sentence of s.push(text.slice(i, i + step))) out.push({ sentence, pushed: Math.min(text.length, i + step) });
+  }
+  for (const sentence of s.flush()) out.push({ sentence, pushed: text.length });
+  return out;
+}
+
+test('the same sentences whatever the stream pieces', () => {
+  for (const step of [1, 2, 3, 7, 1000]) assert.deepEqual(split(TEXT, step).map((x) => x.sentence), SENTENCES, `step ${step}`);
+});
+
+test('a sentence comes out as soon as the character after its end arrives', () => {
+  const out = split(TEXT, 1);
+  const first = out[0];
+  // "The capital of France is Paris." + the space that confirms the end
+  assert.equal(first.pushed, 'The capital of France is Paris. '.length);
+  assert.equal(out[1].pushed, TEXT.indexOf('Dr.'));
+});
+
+test('an unfinished sentence waits for the stream end', () => {
+  const s = new m.SentenceSplitter();
+  assert.deepEqual(s.push('Paris is the capital'), []);
+  assert.deepEqual(s.push('.'), [], 'a full stop alone does not decide: "3.14" or "etc.," may follow');
+  assert.deepEqual(s.flush(), ['Paris is the capital.']);
+  assert.deepEqual(s.flush(), []);
+});
+
+test('a run-on sentence is cut at its last clause break past maxChars', () => {
+  const long = 'First part of a long list of things, second part of it, third part that goes on and on; and more words follow here';
+  const out = split(long, 1, { maxChars: 60 }).map((x) => x.sentence);
+  assert.ok(out.length >= 2, JSON.stringify(out));
+  assert.ok(out.slice(0, -1).every((s) => /[,;:]$/.test(s)), JSON.stringify(out));
+  assert.equal(out.join(' '), long);
+});
+
+test('the first piece may be cut sooner (firstMaxChars), the later ones are not', () => {
+  const text = 'The capital of friends is often misunderstood as "Awesome" or "Friend\'s City," but in reality, it is the city itself. '
+    + 'In many languages, such as English and Spanish, the capital can be translated literally. Done.';
+  const out = split(text, 1, { firstMaxChars: 40 }).map((x) => x.sentence);
+  assert.equal(out[0], 'The capital of friends is often misunderstood as "Awesome" or "Friend\'s City,"');
+  assert.equal(out[1], 'but in reality, it is the city itself.');
+  assert.equal(out[2], 'In many languages, such as English and Spanish, the capital can be translated literally.');
+  assert.equal(out.join(' '), text.trim());
+});
+
+test('speakable drops markdown a voice should not read', () => {
+  assert.equal(m.speakable('**Paris** is the `capital`.'), 'Paris is the capital.');
+  assert.equal(m.speakable('- a [link](http://x.y) here'), 'a link here');
+  assert.equal(m.speakable('## Heading'), 'Heading');
+  assert.equal(m.speakable('2. The Eiffel Tower'), 'The Eiffel Tower');
+});

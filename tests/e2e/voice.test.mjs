@@ -1,0 +1,202 @@
+// The voice chat page (/voice.html) end to end in headless Chromium, with its four real models
+// (Silero VAD, Whisper base, SmolLM2, the Piper voice) and a Piper-rendered question as the
+// microphone (Chromium's fake audio capture, played once):
+// 1. the transcript is the question, the reply answers it, the reply is heard, and the latency
+//    stages come in order;
+// 2. barge-in: with a scripted microphone (the page's capture path unchanged), a second
+//    question spoken while the first reply plays stops the playback and the writing, and is
+//    answered itself;
+// 3. push to talk: speech without the button starts nothing; held, it is the question;
+// 4. offline: the same profile, the server stopped: the page, Pyodide and the four models
+//    come from the service worker and this device's storage, and a turn works again.
+// The questions are rendered at test time by `python -m onnxpipe tts` (the Piper voice).
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import { ROOT, launchPersistent, siteDir, startServer } from './lib/browser.mjs';
+import { TIMEOUTS } from './lib/timeouts.mjs';
+import {
+  fakeMicWav, installScriptedMicrophone, normalizeText, openVoicePage, renderSpeech, say, startListening, turnsDone,
+  voiceState, waitVoice,
+} from './lib/voice.mjs';
+
+const BUNDLES = ['silero-vad', 'whisper-base', 'smollm2-135m-instruct', 'piper-en-us-joe'];
+const missing = BUNDLES.filter((b) => !['manifest.json', 'pipeline.json'].every((f) => fs.existsSync(path.join(ROOT, 'public', 'models', b, f))));
+const skipWhy = `public/models/ lacks ${missing.join(', ')}: run make models`;
+// four models load at once on a small machine, and each turn runs three of them
+const SLOW = Number(process.env.ONNXPIPE_E2E_SLOW || 1);
+const TEST_MS = Math.round(600_000 * SLOW);
+const LOAD_MS = Math.round(300_000 * SLOW);
+const TURN_MS = Math.round(180_000 * SLOW);
+
+const QUESTION = 'What is the capital of France?';
+const STORY = 'Tell me a long story about a brave knight and a dragon.';
+const FOLLOW_UP = 'What color is the sky?';
+
+const WORK = path.join(ROOT, 'build', 'e2e', `voice-${process.pid}`);
+let server, profile, mic, wavs, visit, firstTurn;
+
+before(() => {
+  if (missing.length) return;
+  wavs = {
+    question: renderSpeech(QUESTION, path.join(WORK, 'question.wav')),
+    story: renderSpeech(STORY, path.join(WORK, 'story.wav')),
+    followUp: renderSpeech(FOLLOW_UP, path.join(WORK, 'follow-up.wav')),
+  };
+  mic = fakeMicWav(wavs.question, path.join(WORK, 'mic.wav'));
+  profile = fs.mkdtempSync(path.join(os.tmpdir(), 'onnxpipe-e2e-voice-'));
+});
+after(async () => {
+  await visit?.context.close().catch(() => {});
+  await server?.stop();
+  if (profile) fs.rmSync(profile, { recursive: true, force: true });
+  fs.rmSync(WORK, { recursive: true, force: true });
+});
+
+/** The checks of a whole answered turn of the France question; ``vadMs``: the bounds of the
+ * end-of-speech detection (hands-free: the VAD waits for 500 ms of silence, min_silence_ms). */
+function checkAnsweredTurn(turn, { vadMs = [300, 5000] } = {}) {
+  assert.equal(turn.finish, 'done', JSON.stringify(turn));
+  assert.equal(normalizeText(turn.transcript), normalizeText(QUESTION), `transcript "${turn.transcript}"`);
+  assert.match(turn.reply, /paris/i, `the reply does not answer: "${turn.reply}"`);
+  assert.ok(turn.replyAudioSeconds > 0.5, `reply heard for ${turn.replyAudioSeconds} s`);
+  // heard to the end: what was played is what the voice made
+  assert.ok(Math.abs(turn.replyAudioSeconds - turn.madeAudioSeconds) < 0.05, `heard ${turn.replyAudioSeconds} s of ${turn.madeAudioSeconds} s`);
+  const l = turn.latencyMs;
+  for (const stage of ['vad', 'transcript', 'first_token', 'first_audio']) assert.ok(Number.isFinite(l[stage]), `no ${stage} latency: ${JSON.stringify(l)}`);
+  assert.ok(l.vad <= l.transcript && l.transcript <= l.first_token && l.first_token <= l.first_audio, JSON.stringify(l));
+  assert.ok(l.vad >= vadMs[0] && l.vad <= vadMs[1], `end of speech detected after ${l.vad} ms`);
+}
+
+test('voice chat: a spoken question is transcribed, answered and spoken', { timeout: TEST_MS }, async (t) => {
+  if (missing.length) return t.skip(skipWhy);
+  server = await startServer({ root: siteDir() });
+  visit = await launchPersistent(profile, { fakeMicrophone: mic.path });
+  try {
+    const page = await openVoicePage(visit.context, server.url);
+    assert.equal(new URL(await page.getByTestId('nav-chat').evaluate((a) => a.href)).pathname, '/');
+    const started = await startListening(page, { timeout: LOAD_MS });
+    assert.equal(started.state.micRate > 0, true, 'the microphone opened');
+    const state = await turnsDone(page, 1, { timeout: TURN_MS });
+    firstTurn = state.turns[0];
+    checkAnsweredTurn(firstTurn);
+    // the page shows it: transcript, reply, the latency table
+    assert.equal(await page.getByTestId('voice-transcript').first().textContent(), firstTurn.transcript);
+    assert.match(await page.getByTestId('voice-reply').first().textContent(), /paris/i);
+    assert.notEqual(await page.getByTestId('voice-latency-first_audio').textContent(), '–');
+    // the meter saw the question (the worklet's RMS reached the page)
+    assert.ok(Number(await page.getByTestId('voice-level').getAttribute('data-rms')) >= 0);
+    // a bundle that is no voice-activity detector refuses to listen, with a clear error
+    const refused = await page.evaluate(async () => {
+      const { port2 } = new MessageChannel();
+      try {
+        await window.__onnxpipeVoice.view.models.slots.asr.client.listen(port2, () => {}, () => {});
+        return null;
+      } catch (e) {
+        return { kind: e.kind, message: e.message };
+      }
+    });
+    assert.equal(refused?.kind, 'input', JSON.stringify(refused));
+    assert.match(refused.message, /not a voice activity detector/);
+    assert.deepEqual(visit.offsite, []);
+    console.log(`# voice turn: "${firstTurn.transcript}" -> "${firstTurn.reply}" ` +
+      `(${firstTurn.replyAudioSeconds.toFixed(2)} s heard; latency ${JSON.stringify(firstTurn.latencyMs)}; models up in ${(started.startMs / 1000).toFixed(1)} s)`);
+    await page.close();
+  } catch (error) {
+    console.error(visit.logs.slice(-40).join('\n'));
+    throw error;
+  }
+});
+
+test('voice chat: speaking during the reply stops it and is answered (barge-in)', { timeout: TEST_MS }, async (t) => {
+  if (missing.length) return t.skip(skipWhy);
+  if (!visit) return t.skip('needs the first test');
+  const page = await openVoicePage(visit.context, server.url, { prepare: installScriptedMicrophone });
+  try {
+    await startListening(page, { timeout: LOAD_MS });
+    await say(page, wavs.story);
+    // the reply is heard while the model is still writing the rest of it
+    const speaking = await waitVoice(page, "(s) => s.phase === 'speaking'", { timeout: TURN_MS, what: 'first reply audio' });
+    assert.equal(speaking.playing, true);
+    assert.equal(speaking.generating, true, 'the first sentence plays while later ones are being written');
+    const t0 = performance.now();
+    await say(page, wavs.followUp);
+    const cut = await waitVoice(page, '(s) => s.turns.length >= 1', { timeout: 30_000 * SLOW, what: 'barge-in' });
+    const cutMs = performance.now() - t0;
+    const story = cut.turns[0];
+    assert.equal(story.finish, 'interrupted', JSON.stringify(story));
+    assert.equal(cut.playing, false, 'playback stopped at the barge-in');
+    assert.ok(story.replyAudioSeconds > 0 && story.replyAudioSeconds < story.madeAudioSeconds + 0.01,
+      `heard ${story.replyAudioSeconds} s of ${story.madeAudioSeconds} s made`);
+    // speech_start needs min_speech_ms (250 ms) of speech, plus the chunks' trip
+    assert.ok(cutMs < 5000 * SLOW, `the reply ran on for ${cutMs.toFixed(0)} ms after the user spoke`);
+    // nothing of the stopped reply is heard any more, and the new question is answered
+    const done = await waitVoice(page, "(s) => s.turns.length >= 2 && s.phase === 'listening'", { timeout: TURN_MS, what: 'follow-up turn' });
+    const followUp = done.turns[1];
+    assert.equal(followUp.finish, 'done', JSON.stringify(followUp));
+    assert.equal(normalizeText(followUp.transcript), normalizeText(FOLLOW_UP), `transcript "${followUp.transcript}"`);
+    assert.ok(followUp.replyAudioSeconds > 0, 'the follow-up reply is heard');
+    assert.equal((await voiceState(page)).turns[0].replyAudioSeconds, story.replyAudioSeconds, 'the stopped reply stayed stopped');
+    console.log(`# barge-in: story reply cut after ${story.replyAudioSeconds.toFixed(2)} s heard of ${story.madeAudioSeconds.toFixed(2)} s made, ` +
+      `${cutMs.toFixed(0)} ms after the follow-up began; follow-up "${followUp.transcript}" -> "${followUp.reply}"`);
+    assert.deepEqual(visit.offsite, []);
+    await page.close();
+  } catch (error) {
+    console.error(visit.logs.slice(-40).join('\n'));
+    throw error;
+  }
+});
+
+test('voice chat: push to talk: what is said while the button is held is the question', { timeout: TEST_MS }, async (t) => {
+  if (missing.length) return t.skip(skipWhy);
+  if (!visit) return t.skip('needs the first test');
+  const page = await openVoicePage(visit.context, server.url, { prepare: installScriptedMicrophone });
+  try {
+    await startListening(page, { mode: 'push-to-talk', timeout: LOAD_MS });
+    // speech without the button is not a question in this mode (the VAD hears it, nothing starts)
+    const ignoredS = await say(page, wavs.followUp);
+    await page.waitForTimeout(ignoredS * 1000 + 1500);
+    assert.deepEqual((await voiceState(page)).turns, [], 'speech without the button started a turn');
+    assert.equal((await voiceState(page)).phase, 'listening');
+    const talk = page.getByTestId('voice-talk');
+    await talk.hover();
+    await page.mouse.down();
+    const seconds = await say(page, wavs.question);
+    await page.waitForTimeout(seconds * 1000 + 400);
+    await page.mouse.up();
+    const state = await turnsDone(page, 1, { timeout: TURN_MS });
+    const turn = state.turns[0];
+    assert.equal(turn.mode, 'push-to-talk');
+    checkAnsweredTurn(turn, { vadMs: [0, 0] });
+    console.log(`# push to talk: "${turn.transcript}" -> "${turn.reply}" (latency ${JSON.stringify(turn.latencyMs)})`);
+    assert.deepEqual(visit.offsite, []);
+  } catch (error) {
+    console.error(visit.logs.slice(-40).join('\n'));
+    throw error;
+  } finally {
+    await visit.context.close();
+    visit = null;
+  }
+});
+
+test('voice chat: offline on a second visit (server stopped)', { timeout: TEST_MS }, async (t) => {
+  if (missing.length) return t.skip(skipWhy);
+  if (!firstTurn) return t.skip('needs the first visit');
+  await server.stop(); // nothing listens on the port any more
+  const second = await launchPersistent(profile, { fakeMicrophone: mic.path });
+  try {
+    const page = await openVoicePage(second.context, server.url);
+    const started = await startListening(page, { timeout: LOAD_MS });
+    const state = await turnsDone(page, 1, { timeout: TURN_MS });
+    checkAnsweredTurn(state.turns[0]);
+    assert.deepEqual(second.offsite, []);
+    console.log(`# offline: models up in ${(started.startMs / 1000).toFixed(1)} s; "${state.turns[0].reply}"`);
+  } catch (error) {
+    console.error(second.logs.slice(-40).join('\n'));
+    throw error;
+  } finally {
+    await second.context.close();
+  }
+});

@@ -1,0 +1,357 @@
+// The voice chat's behaviour: load the four models, open the microphone, and run turns:
+// speech -> transcript -> streamed reply -> sentences spoken while the rest is written.
+// Speech during a reply interrupts it (barge-in). The UI pieces only render.
+
+import type { ChatMessage, ControlInfo, SearchOptions } from '../protocol';
+import type { BundleEntry } from '../chat/bundles';
+import type { ErrorBanner } from '../chat/error-banner';
+import { describeError } from '../chat/format';
+import { CAPTURE_RATE } from '../audio/capture-protocol';
+import { Microphone } from '../audio/mic';
+import type { Conversation, ReplyView } from './conversation';
+import type { VoiceControls } from './controls';
+import { TurnTimeline } from './latency';
+import { LatencyView } from './latency-view';
+import type { LevelMeter } from './level-meter';
+import { ModelLoadError, type ModelSet } from './models';
+import { ReplyPlayer } from './playback';
+import { SentenceSplitter } from './sentences';
+import { SpeechQueue } from './speech-queue';
+import type { TurnRecord, VoiceState } from './state';
+import type { StatusLine } from './status';
+import { INTERRUPTIBLE, TurnMachine, type Phase } from './turn';
+import { VadLink, type SpeechEnd } from './vad-link';
+
+export interface VoiceView {
+  root: HTMLElement;
+  controls: VoiceControls;
+  models: ModelSet;
+  meter: LevelMeter;
+  conversation: Conversation;
+  latency: LatencyView;
+  status: StatusLine;
+  error: ErrorBanner;
+}
+
+const REPLY_OPTIONS: SearchOptions = { do_sample: false, max_new_tokens: 160, repetition_penalty: 1.1 };
+/** Utterances shorter than this are coughs and clicks, not questions. */
+const MIN_SPEECH_S = 0.25;
+
+const PHASE_TEXT: Record<Phase, string> = {
+  off: 'Press Start to talk with the assistant.',
+  listening: 'Listening…',
+  hearing: 'Hearing you…',
+  transcribing: 'Transcribing…',
+  thinking: 'Thinking…',
+  speaking: 'Speaking… (talk to interrupt)',
+};
+
+/** Runs calls on one worker one after another: a new turn's request waits for the stopped one. */
+class Lane {
+  private tail: Promise<unknown> = Promise.resolve();
+  run<T>(fn: () => Promise<T>): Promise<T> {
+    const next = this.tail.then(fn, fn);
+    this.tail = next.catch(() => undefined);
+    return next;
+  }
+}
+
+export class VoiceController {
+  private readonly mic = new Microphone();
+  private readonly player = new ReplyPlayer();
+  private readonly turnMachine = new TurnMachine();
+  private readonly vad: VadLink;
+  private readonly speech: SpeechQueue;
+  private readonly asrLane = new Lane();
+  private readonly llmLane = new Lane();
+  // no system prompt: SmolLM2's own (from its chat template) gave the most direct answers
+  private messages: ChatMessage[] = [];
+  /** The turn being answered: its record and view, until it is done or interrupted. */
+  private current: { turn: number; record: TurnRecord; timeline: TurnTimeline; view: ReplyView | null } | null = null;
+  /** The turn whose reply the chat model is writing (null: none). */
+  private generatingTurn: number | null = null;
+  private pttFrom: Promise<number> | null = null;
+  private voiceBundle: BundleEntry | null = null;
+
+  constructor(readonly state: VoiceState, private readonly view: VoiceView) {
+    const { slots } = view.models;
+    this.vad = new VadLink(slots.vad.client);
+    this.speech = new SpeechQueue(slots.voice.client, this.player);
+    this.mic.onLevel = (rms) => view.meter.update(rms);
+    this.turnMachine.onChange = (phase) => {
+      this.state.phase = phase;
+      view.root.dataset.phase = phase;
+      view.status.set(phase, PHASE_TEXT[phase]);
+    };
+    this.player.onChange = (playing) => {
+      this.state.playing = playing;
+      view.root.dataset.playing = String(playing);
+      if (!playing) this.maybeFinishTurn();
+    };
+    this.speech.onFirstAudio = (at) => {
+      const current = this.current;
+      if (!current || !this.turnMachine.live(current.turn)) return;
+      current.timeline.mark('first_audio', at);
+      this.showLatency();
+      this.turnMachine.to('speaking');
+    };
+    this.speech.onSentence = (sentence) => this.current?.record.sentences.push(sentence.text);
+    this.speech.onError = (error) => this.fail('speak', error);
+  }
+
+  /** Start: load what is missing, open the microphone, listen. Called from the click. */
+  async start(): Promise<void> {
+    if (this.state.running || this.state.loading) return;
+    this.player.prepare(); // inside the click: browsers only let a gesture start audio
+    this.view.error.clear();
+    this.state.lastError = null;
+    this.setLoading(true);
+    try {
+      const voice = this.view.controls.voiceBundle;
+      if (!voice) throw new Error('no voice bundle to load');
+      await this.view.models.loadAll(voice.url);
+      this.voiceBundle = voice;
+      this.syncVoices();
+      await this.mic.start();
+      this.state.micRate = this.mic.deviceRate;
+      await this.vad.start(this.mic, {
+        speechStart: () => this.onSpeechStart(),
+        speechEnd: (end) => this.onSpeechEnd(end),
+        failed: (error) => {
+          // the VAD's worker stopped listening: the page would be deaf, so it stops
+          this.fail('listen', error);
+          void this.stop();
+        },
+      });
+      this.state.running = true;
+      this.turnMachine.to('listening');
+    } catch (error) {
+      this.mic.stop();
+      if (error instanceof ModelLoadError) this.fail('load', error, error.shown);
+      else this.fail('start', error);
+    } finally {
+      this.setLoading(false);
+    }
+  }
+
+  /** Close the microphone and stop whatever is running. */
+  async stop(): Promise<void> {
+    if (!this.state.running) return;
+    await this.interrupt('interrupted');
+    this.vad.stop();
+    this.mic.stop();
+    this.view.meter.reset();
+    this.state.running = false;
+    this.turnMachine.to('off');
+    this.setLoading(false);
+  }
+
+  /** Push to talk: the button went down. */
+  talkDown(): void {
+    if (!this.state.running || this.view.controls.mode !== 'push-to-talk') return;
+    void this.interrupt('interrupted');
+    if (!this.turnMachine.to('hearing')) return;
+    this.pttFrom = this.vad.mark();
+  }
+
+  /** Push to talk: the button came up; what was said in between is the utterance. */
+  async talkUp(): Promise<void> {
+    const from = this.pttFrom;
+    this.pttFrom = null;
+    if (!from || this.turnMachine.phase !== 'hearing') return;
+    const speechEnd = performance.now();
+    try {
+      const samples = await this.vad.take(await from);
+      const timeline = new TurnTimeline(speechEnd);
+      timeline.mark('vad', speechEnd); // the button said so: nothing to wait for
+      await this.runTurn(samples, timeline);
+    } catch (error) {
+      this.fail('listen', error);
+    }
+  }
+
+  /** The voice picker changed: the next Start (or now, if running) loads that voice. */
+  async voiceChanged(): Promise<void> {
+    const bundle = this.view.controls.voiceBundle;
+    if (bundle && bundle.url !== this.voiceBundle?.url && this.state.running) {
+      const slot = this.view.models.slots.voice;
+      await this.interrupt('interrupted');
+      try {
+        await this.speech.drained();
+        await slot.load(bundle.url);
+        this.voiceBundle = bundle;
+      } catch (error) {
+        this.fail('load', error);
+      }
+    }
+    this.syncVoices();
+  }
+
+  // ---- VAD events (hands-free)
+
+  private onSpeechStart(): void {
+    if (this.view.controls.mode !== 'hands-free') return;
+    const phase = this.turnMachine.phase;
+    if (INTERRUPTIBLE.has(phase)) {
+      if (!this.view.controls.bargeInEnabled) return;
+      void this.interrupt('interrupted');
+    }
+    this.turnMachine.to('hearing');
+  }
+
+  private onSpeechEnd(end: SpeechEnd): void {
+    if (this.view.controls.mode !== 'hands-free' || this.turnMachine.phase !== 'hearing') return;
+    // the VAD decides after some silence: the user stopped talking `lagMs` before this event
+    const timeline = new TurnTimeline(performance.now() - end.lagMs);
+    timeline.mark('vad');
+    void this.runTurn(end.samples, timeline);
+  }
+
+  // ---- one turn
+
+  private async runTurn(samples: Float32Array, timeline: TurnTimeline): Promise<void> {
+    const turn = this.turnMachine.turn;
+    const record: TurnRecord = {
+      mode: this.view.controls.mode, transcript: '', reply: '', replyAudioSeconds: 0, madeAudioSeconds: 0, sentences: [],
+      latencyMs: {}, stageMs: {}, finish: 'done', speechSeconds: samples.length / CAPTURE_RATE, replyDoneMs: null,
+      voice: { bundle: this.view.models.info('voice')?.bundle ?? null, controls: {} },
+    };
+    if (record.speechSeconds < MIN_SPEECH_S) {
+      this.turnMachine.to('listening');
+      return;
+    }
+    if (!this.turnMachine.to('transcribing')) return;
+    this.current = { turn, record, timeline, view: null };
+    const asr = this.view.models.slots.asr.client;
+    let text: string;
+    try {
+      const result = await this.asrLane.run(() => asr.transcribe(samples, CAPTURE_RATE));
+      text = result.text.trim();
+    } catch (error) {
+      return this.endTurn(turn, 'failed', error);
+    }
+    if (!this.turnMachine.live(turn)) return;
+    timeline.mark('transcript');
+    record.transcript = text;
+    this.showLatency();
+    if (!/[\p{L}\p{N}]/u.test(text)) return this.endTurn(turn, 'empty');
+    this.view.conversation.heard(text);
+    const reply = this.view.conversation.reply();
+    this.current.view = reply;
+    this.turnMachine.to('thinking');
+    this.speech.controls = record.voice.controls = this.voiceControls();
+    this.speech.begin();
+    // a long first sentence is spoken from its first clause break: the first sound comes sooner
+    const splitter = new SentenceSplitter({ firstMaxChars: 40 });
+    const llm = this.view.models.slots.llm.client;
+    this.setGenerating(turn);
+    try {
+      // the history is read when the worker is free: an interrupted turn has added its pair by then
+      const result = await this.llmLane.run(() => llm.generate({
+        messages: [...this.messages, { role: 'user', content: text }],
+        options: REPLY_OPTIONS,
+        onToken: (token) => {
+          if (!this.turnMachine.live(turn)) return;
+          if (!timeline.has('first_token')) {
+            timeline.mark('first_token');
+            this.showLatency();
+          }
+          record.reply += token;
+          reply.append(token);
+          for (const sentence of splitter.push(token)) this.speech.add(sentence);
+        },
+      }));
+      // the worker's text (cut short by a barge-in, maybe) is what the next turn must carry
+      this.messages.push({ role: 'user', content: text }, { role: 'assistant', content: result.text });
+      if (!this.turnMachine.live(turn)) return;
+      record.reply = result.text;
+      record.replyDoneMs = Math.round(performance.now() - timeline.speechEnd);
+      for (const sentence of splitter.flush()) this.speech.add(sentence);
+    } catch (error) {
+      if (this.turnMachine.live(turn)) this.endTurn(turn, 'failed', error);
+      return;
+    } finally {
+      if (this.generatingTurn === turn) this.setGenerating(null);
+    }
+    await this.speech.drained();
+    if (!this.turnMachine.live(turn)) return;
+    record.madeAudioSeconds = this.speech.madeSeconds;
+    // nothing was ever spoken (empty reply): the turn is over now
+    if (!this.player.playing) this.maybeFinishTurn();
+  }
+
+  /** A reply finishes when it was written, spoken and heard to the end. */
+  private maybeFinishTurn(): void {
+    const current = this.current;
+    if (!current || !this.turnMachine.live(current.turn) || this.generatingTurn !== null || this.player.playing) return;
+    if (!['thinking', 'speaking'].includes(this.turnMachine.phase)) return;
+    // a sentence may still be on its way from the voice's worker
+    void this.speech.drained().then(() => {
+      if (this.current === current && !this.player.playing && this.generatingTurn === null) this.endTurn(current.turn, 'done');
+    });
+  }
+
+  /** Stop the running reply (barge-in, Stop, push-to-talk): playback, speech and writing. */
+  private async interrupt(finish: TurnRecord['finish']): Promise<void> {
+    const current = this.current;
+    const llm = this.view.models.slots.llm.client;
+    const stops: Promise<unknown>[] = [this.speech.cancel()];
+    if (this.generatingTurn !== null) stops.push(llm.cancel().catch(() => undefined));
+    if (current) this.endTurn(current.turn, finish);
+    await Promise.all(stops);
+  }
+
+  private endTurn(turn: number, finish: TurnRecord['finish'], error?: unknown): void {
+    const current = this.current;
+    if (!current || current.turn !== turn) return;
+    this.current = null;
+    const { record, timeline, view } = current;
+    record.finish = finish;
+    record.replyAudioSeconds = this.player.heardSeconds();
+    record.madeAudioSeconds = this.speech.madeSeconds;
+    record.latencyMs = timeline.sinceSpeechEnd();
+    record.stageMs = timeline.perStage();
+    this.state.turns.push(record);
+    view?.finish(record.reply, finish === 'interrupted' ? 'interrupted' : finish === 'failed' ? 'failed' : undefined);
+    view?.setLatency(LatencyView.summary(timeline));
+    this.view.latency.show(timeline);
+    if (error !== undefined) this.fail('turn', error);
+    if (this.turnMachine.phase !== 'hearing' && this.turnMachine.phase !== 'off') this.turnMachine.to('listening');
+  }
+
+  private showLatency(): void {
+    if (this.current) this.view.latency.show(this.current.timeline);
+  }
+
+  /** The voice control (a choice the loaded voice bundle declares), if there is one. */
+  private voiceControls(): Record<string, string> {
+    const voice = this.view.controls.voice;
+    const control = this.choiceControl();
+    return voice && control ? { [control.name]: voice } : {};
+  }
+
+  private choiceControl(): ControlInfo | null {
+    return this.view.models.info('voice')?.controls.find((c) => c.options.length > 0) ?? null;
+  }
+
+  private syncVoices(): void {
+    const control = this.choiceControl();
+    this.view.controls.setVoices(control?.options ?? [], typeof control?.default === 'string' ? control.default : undefined);
+  }
+
+  private setGenerating(turn: number | null): void {
+    this.generatingTurn = turn;
+    this.state.generating = turn !== null;
+  }
+
+  private setLoading(loading: boolean): void {
+    this.state.loading = loading;
+    this.view.root.dataset.loading = String(loading);
+    this.view.controls.setRunning(this.state.running, loading);
+  }
+
+  private fail(during: string, error: unknown, shown = describeError(error)): void {
+    this.state.lastError = { ...shown, during };
+    this.view.error.show(shown, `Voice chat (${during}) failed`);
+  }
+}

@@ -1,0 +1,63 @@
+// The spoken conversation: what the recogniser heard, the reply as it streams, and under each
+// reply the turn's latency line. Text is always set as textContent (never HTML).
+
+import { el } from '../chat/dom';
+
+export class ReplyView {
+  readonly root: HTMLElement;
+  private readonly body: HTMLElement;
+  private readonly foot: HTMLElement;
+
+  constructor() {
+    this.body = el('div', { class: 'msg-body', 'aria-live': 'polite', 'data-testid': 'voice-reply' });
+    this.foot = el('div', { class: 'msg-note voice-turn-latency', 'data-testid': 'voice-turn-latency' });
+    this.root = el('article', { class: 'msg msg-assistant streaming', 'data-role': 'assistant', 'aria-label': 'Assistant' },
+      el('div', { class: 'msg-who', 'aria-hidden': 'true', text: 'Assistant' }), this.body, this.foot);
+  }
+
+  append(text: string): void {
+    this.body.append(text);
+  }
+
+  /** The final text; ``note`` marks a reply cut short (barge-in, error). */
+  finish(text: string, note?: string): void {
+    this.root.classList.remove('streaming');
+    if (this.body.textContent !== text) this.body.textContent = text;
+    if (note) this.root.dataset.note = note;
+    if (note) this.root.insertBefore(el('div', { class: 'msg-note', text: note }), this.foot);
+  }
+
+  setLatency(text: string): void {
+    this.foot.textContent = text;
+  }
+}
+
+export class Conversation {
+  readonly root: HTMLElement;
+  private readonly empty: HTMLElement;
+
+  constructor() {
+    this.empty = el('p', { class: 'messages-empty', text: 'Press Start and ask something out loud.' });
+    this.root = el('section', { class: 'messages voice-messages', 'data-testid': 'voice-conversation', 'aria-label': 'Conversation', tabindex: 0 }, this.empty);
+  }
+
+  /** What the user said (the transcript). */
+  heard(text: string): void {
+    this.empty.remove();
+    this.root.append(el('article', { class: 'msg msg-user', 'data-role': 'user', 'aria-label': 'You' },
+      el('div', { class: 'msg-who', 'aria-hidden': 'true', text: 'You' }),
+      el('div', { class: 'msg-body', 'data-testid': 'voice-transcript', text })));
+    this.scrollToEnd();
+  }
+
+  reply(): ReplyView {
+    const view = new ReplyView();
+    this.root.append(view.root);
+    this.scrollToEnd();
+    return view;
+  }
+
+  scrollToEnd(): void {
+    this.root.scrollTop = this.root.scrollHeight;
+  }
+}

@@ -1,0 +1,81 @@
+// Voice chat page entry: builds the DOM, the four model slots (one runtime worker each) and
+// the controller.
+
+import '../styles.css';
+import './voice.css';
+import { enableOffline } from '../offline';
+import { mountBuildFooter } from '../app/build-info';
+import { listBundles, bundleUrl, type BundleEntry } from '../chat/bundles';
+import { el } from '../chat/dom';
+import { ErrorBanner } from '../chat/error-banner';
+import { describeError } from '../chat/format';
+import { mountStoragePanel } from '../storage/panel';
+import { Conversation } from './conversation';
+import { VoiceControls } from './controls';
+import { VoiceController, type VoiceView } from './controller';
+import { LatencyView } from './latency-view';
+import { LevelMeter } from './level-meter';
+import { DEFAULT_BUNDLES, ModelSet } from './models';
+import { initialState, type VoiceState } from './state';
+import { StatusLine } from './status';
+
+declare global {
+  interface Window {
+    /** Test hooks: the page state (mutated in place) and the controller. */
+    __onnxpipeVoice?: { state: VoiceState; controller: VoiceController | null; view: VoiceView };
+  }
+}
+
+/** Kokoro's bundle sits next to the Piper voice in the picker even when index.json omits it. */
+const KOKORO = 'kokoro-82m';
+
+async function voiceBundles(): Promise<BundleEntry[]> {
+  const piper: BundleEntry = { name: DEFAULT_BUNDLES.voice, label: 'Piper en-US joe', url: bundleUrl(DEFAULT_BUNDLES.voice) };
+  const kokoro: BundleEntry = { name: KOKORO, label: 'Kokoro-82M', url: bundleUrl(KOKORO) };
+  const listed = (await listBundles('speech')).filter((b) => b.kind === 'speech');
+  const out = [piper, ...listed.filter((b) => b.name !== piper.name)];
+  if (!out.some((b) => b.name === KOKORO)) out.push(kokoro);
+  return out;
+}
+
+function start(): void {
+  const state = initialState();
+  let controller: VoiceController | null = null;
+  const controls = new VoiceControls({
+    start: () => void controller?.start(),
+    stop: () => void controller?.stop(),
+    talkDown: () => controller?.talkDown(),
+    talkUp: () => void controller?.talkUp(),
+    voiceChanged: () => void controller?.voiceChanged(),
+  });
+  const models = new ModelSet();
+  const meter = new LevelMeter();
+  const conversation = new Conversation();
+  const latency = new LatencyView();
+  const status = new StatusLine();
+  const error = new ErrorBanner();
+  error.root.dataset.testid = 'voice-error';
+  const root = el('div', { class: 'app voice-app', 'data-testid': 'app', 'data-phase': 'off' },
+    el('header', { class: 'app-header' },
+      el('h1', { text: 'onnxpipe voice chat' }),
+      el('p', { class: 'tagline', text: 'Talk to a small model: listening, transcribing, answering and speaking all run in your browser' })),
+    el('div', { class: 'app-body' },
+      el('main', { class: 'voice' }, error.root, status.root, meter.root, conversation.root, latency.root),
+      el('aside', { class: 'side' }, controls.root, models.root)));
+  const view: VoiceView = { root, controls, models, meter, conversation, latency, status, error };
+  const mount = document.getElementById('app') ?? document.body.appendChild(el('div', { id: 'app' }));
+  mount.replaceChildren(root);
+
+  enableOffline();
+  mountBuildFooter();
+  try {
+    controller = new VoiceController(state, view);
+  } catch (e) {
+    error.show(describeError(e), 'The runtime workers could not start');
+  }
+  window.__onnxpipeVoice = { state, controller, view };
+  mountStoragePanel(root.querySelector('aside.side') ?? root, models.slots.llm.client);
+  void voiceBundles().then((bundles) => controls.setVoiceBundles(bundles));
+}
+
+start();

@@ -1,0 +1,120 @@
+// The four models of a voice chat, one runtime worker each (RuntimeClient per worker), so
+// listening, transcribing, writing and speaking never wait on one another's worker:
+//   vad    voice activity (streaming, fed straight from the microphone worklet)
+//   asr    speech recognition
+//   llm    the chat model
+//   voice  text to speech (the voice picker swaps this one)
+
+import { RuntimeClient } from '../client';
+import { bundleUrl } from '../chat/bundles';
+import { el } from '../chat/dom';
+import { describeError, formatMs, type ShownError } from '../chat/format';
+import { ProgressView } from '../chat/progress';
+import type { LoadedInfo } from '../protocol';
+
+export type Role = 'vad' | 'asr' | 'llm' | 'voice';
+export const ROLES: Role[] = ['vad', 'asr', 'llm', 'voice'];
+
+/** The bundle each role opens by default, and the LoadedInfo.kind it must turn out to be. */
+export const DEFAULT_BUNDLES: Record<Role, string> = {
+  vad: 'silero-vad',
+  asr: 'whisper-base',
+  llm: 'smollm2-135m-instruct',
+  voice: 'piper-en-us-joe',
+};
+const ROLE_KIND: Record<Role, string> = { vad: 'voice-activity', asr: 'transcription', llm: 'text', voice: 'speech' };
+const ROLE_LABEL: Record<Role, string> = {
+  vad: 'Voice activity', asr: 'Speech recognition', llm: 'Chat model', voice: 'Voice',
+};
+
+export class ModelSlot {
+  readonly client = new RuntimeClient();
+  readonly progress = new ProgressView();
+  readonly root: HTMLElement;
+  private readonly status: HTMLElement;
+  info: LoadedInfo | null = null;
+  /** The bundle URL ``info`` is for (a different one must be loaded again). */
+  loadedUrl: string | null = null;
+  private loading: Promise<LoadedInfo> | null = null;
+  private loadingUrl: string | null = null;
+
+  constructor(readonly role: Role) {
+    this.status = el('p', { class: 'load-status', 'data-testid': `voice-model-${role}`, 'data-state': 'idle', text: 'not loaded' });
+    this.root = el('div', { class: 'voice-model' },
+      el('h3', { text: ROLE_LABEL[role] }), this.status, this.progress.root);
+  }
+
+  /** Load ``url`` (once; again only for another URL). One WASM thread each: four models
+   * share the cores, and the chat model and the voice work at the same time. */
+  load(url: string): Promise<LoadedInfo> {
+    if (this.info && this.loadedUrl === url) return Promise.resolve(this.info);
+    if (this.loading && this.loadingUrl === url) return this.loading;
+    this.info = null;
+    this.loadingUrl = url;
+    this.progress.reset();
+    this.status.dataset.state = 'loading';
+    this.status.textContent = `loading ${new URL(url).pathname.split('/').filter(Boolean).pop()}…`;
+    const load = this.client.load(url, { ep: 'wasm', threads: 1, onProgress: (e) => this.progress.update(e) })
+      .then((info) => {
+        if (info.kind !== ROLE_KIND[this.role]) {
+          throw new Error(`${info.bundle} is a "${info.kind}" bundle; the ${ROLE_LABEL[this.role].toLowerCase()} needs a "${ROLE_KIND[this.role]}" one`);
+        }
+        if (this.loading !== load) return info; // superseded by a later load
+        this.info = info;
+        this.loadedUrl = url;
+        this.progress.finish(true);
+        this.status.dataset.state = 'loaded';
+        this.status.textContent = `${info.bundle} · loaded in ${formatMs(info.loadMs)}`;
+        return info;
+      })
+      .catch((error: unknown) => {
+        if (this.loading === load) {
+          this.progress.finish(false);
+          this.status.dataset.state = 'failed';
+          this.status.textContent = `failed: ${describeError(error).message}`;
+        }
+        throw error;
+      })
+      .finally(() => {
+        if (this.loading === load) this.loading = null;
+      });
+    this.loading = load;
+    return load;
+  }
+}
+
+export class ModelSet {
+  readonly slots: Record<Role, ModelSlot>;
+  readonly root: HTMLElement;
+
+  constructor() {
+    this.slots = { vad: new ModelSlot('vad'), asr: new ModelSlot('asr'), llm: new ModelSlot('llm'), voice: new ModelSlot('voice') };
+    this.root = el('section', { class: 'voice-models loader', 'aria-label': 'Models' },
+      el('h2', { text: 'Models' }), ...ROLES.map((r) => this.slots[r].root));
+  }
+
+  /** Load every role's bundle in parallel (``voiceUrl`` for the voice). Rejects with the
+   * first failure, naming the role. */
+  async loadAll(voiceUrl: string): Promise<void> {
+    const urls: Record<Role, string> = {
+      vad: bundleUrl(DEFAULT_BUNDLES.vad), asr: bundleUrl(DEFAULT_BUNDLES.asr), llm: bundleUrl(DEFAULT_BUNDLES.llm), voice: voiceUrl,
+    };
+    const results = await Promise.allSettled(ROLES.map((r) => this.slots[r].load(urls[r])));
+    const failed = results.findIndex((r) => r.status === 'rejected');
+    if (failed >= 0) {
+      const shown: ShownError = describeError((results[failed] as PromiseRejectedResult).reason);
+      throw new ModelLoadError(ROLES[failed], shown);
+    }
+  }
+
+  info(role: Role): LoadedInfo | null {
+    return this.slots[role].info;
+  }
+}
+
+export class ModelLoadError extends Error {
+  constructor(readonly role: Role, readonly shown: ShownError) {
+    super(`${ROLE_LABEL[role]}: ${shown.message}`);
+    this.name = 'ModelLoadError';
+  }
+}

@@ -1,0 +1,81 @@
+// The reply's audio: sentences scheduled back to back on one AudioContext as they arrive.
+// Keeps count of what was really heard (a barge-in cuts a sentence short) and says when each
+// sentence starts in performance.now() time, for the latency figures.
+
+const LEAD_S = 0.05; // so the first buffer is not clipped while the context wakes up
+
+export class ReplyPlayer {
+  private ctx: AudioContext | null = null;
+  private live = new Map<AudioBufferSourceNode, { at: number; duration: number }>();
+  private nextAt = 0;
+  private played = 0; // seconds heard in this reply, sentences that ended or were cut
+  /** Playback started (true) or ran dry / was stopped (false). */
+  onChange: (playing: boolean) => void = () => {};
+
+  get playing(): boolean {
+    return this.live.size > 0;
+  }
+
+  /** Create or wake the AudioContext; call it in a click handler (autoplay rules). */
+  prepare(): void {
+    this.ctx ??= new AudioContext();
+    if (this.ctx.state === 'suspended') void this.ctx.resume().catch(() => undefined);
+  }
+
+  /** Start a new reply: nothing scheduled, nothing heard. */
+  begin(): void {
+    this.stop();
+    this.played = 0;
+  }
+
+  /** Schedule one sentence after the last; returns when it starts (performance.now() ms). */
+  enqueue(samples: Float32Array, sampleRate: number): number {
+    this.prepare();
+    const ctx = this.ctx as AudioContext;
+    const buffer = ctx.createBuffer(1, Math.max(1, samples.length), sampleRate);
+    buffer.copyToChannel(samples as Float32Array<ArrayBuffer>, 0);
+    const source = ctx.createBufferSource();
+    source.buffer = buffer;
+    source.connect(ctx.destination);
+    const at = Math.max(this.nextAt, ctx.currentTime + LEAD_S);
+    source.start(at);
+    this.nextAt = at + buffer.duration;
+    const wasPlaying = this.playing;
+    this.live.set(source, { at, duration: buffer.duration });
+    source.onended = () => {
+      const entry = this.live.get(source);
+      if (!entry) return;
+      this.played += entry.duration;
+      this.live.delete(source);
+      if (!this.playing) this.onChange(false);
+    };
+    if (!wasPlaying) this.onChange(true);
+    return performance.now() + (at - ctx.currentTime) * 1000;
+  }
+
+  /** Silence everything now (barge-in); what was heard of the cut sentence still counts. */
+  stop(): void {
+    const ctx = this.ctx;
+    const wasPlaying = this.playing;
+    for (const [source, { at, duration }] of this.live) {
+      source.onended = null;
+      if (ctx) this.played += Math.min(duration, Math.max(0, ctx.currentTime - at));
+      try {
+        source.stop();
+      } catch {
+        // never started: nothing to stop
+      }
+    }
+    this.live.clear();
+    this.nextAt = 0;
+    if (wasPlaying) this.onChange(false);
+  }
+
+  /** Seconds of this reply heard so far (sentences still playing count up to now). */
+  heardSeconds(): number {
+    let heard = this.played;
+    const now = this.ctx?.currentTime ?? 0;
+    for (const { at, duration } of this.live.values()) heard += Math.min(duration, Math.max(0, now - at));
+    return heard;
+  }
+}

@@ -1,0 +1,110 @@
+// Streamed reply text -> sentences to speak, each handed out as soon as it is complete, so the
+// voice starts on the first sentence while the model is still writing the next.
+//
+// A sentence ends at . ! ? … (with any closing quotes or brackets) once whitespace follows, or
+// at a line break. "3.14", "e.g." or "Dr." do not end one: a digit or letter follows the dot, or
+// the word is a known abbreviation or a single initial. A sentence that runs on past
+// `maxChars` (the first one: `firstMaxChars`) is cut at its last clause break (, ; :) so the
+// voice never waits too long.
+
+const END = /[.!?…]/;
+const CLOSERS = /["'”’)\]]/;
+const CLAUSE_BREAK = /[,;:]["'”’)\]]*\s/g;
+// lower-cased, without the dot
+const ABBREVIATIONS = new Set([
+  'mr', 'mrs', 'ms', 'dr', 'prof', 'sr', 'jr', 'st', 'vs', 'etc', 'e.g', 'i.e', 'approx', 'no', 'fig', 'inc', 'ltd', 'co',
+  'mt', 'jan', 'feb', 'mar', 'apr', 'jun', 'jul', 'aug', 'sep', 'sept', 'oct', 'nov', 'dec', 'a.m', 'p.m', 'u.s',
+]);
+
+export interface SplitterOptions {
+  /** Past this many characters without an end, cut at the last clause break (0: never). */
+  maxChars?: number;
+  /** The same for the first piece only, so the voice can start sooner (0: like the rest). */
+  firstMaxChars?: number;
+}
+
+/** Is the '.' at ``dot`` (in ``text``) the end of an abbreviation or an initial? */
+function abbreviationAt(text: string, dot: number): boolean {
+  let start = dot;
+  while (start > 0 && /[A-Za-z.]/.test(text[start - 1])) start--;
+  const word = text.slice(start, dot).toLowerCase();
+  if (word.length === 1 && /[a-z]/.test(word)) return true; // "J. R. R. Tolkien"
+  return ABBREVIATIONS.has(word);
+}
+
+export class SentenceSplitter {
+  private buffer = '';
+  private readonly maxChars: number;
+  private readonly firstMaxChars: number;
+  private emitted = 0;
+
+  constructor(options: SplitterOptions = {}) {
+    this.maxChars = options.maxChars ?? 160;
+    this.firstMaxChars = options.firstMaxChars ?? 0;
+  }
+
+  /** Add streamed text; returns the sentences it completed (trimmed, non-empty), in order. */
+  push(text: string): string[] {
+    this.buffer += text;
+    const done: string[] = [];
+    let from = 0;
+    for (let i = 0; i < this.buffer.length; i++) {
+      const ch = this.buffer[i];
+      let end = -1; // index one past the sentence's last character
+      if (ch === '\n') {
+        end = i;
+      } else if (END.test(ch)) {
+        let j = i + 1;
+        while (j < this.buffer.length && (END.test(this.buffer[j]) || CLOSERS.test(this.buffer[j]))) j++;
+        if (j >= this.buffer.length) break; // wait: the next character decides
+        const listNumber = ch === '.' && /^\s*\d+$/.test(this.buffer.slice(from, i)); // "1. " opens a list item
+        const abbreviation = ch === '.' && j === i + 1 && abbreviationAt(this.buffer, i);
+        if (/\s/.test(this.buffer[j]) && !listNumber && !abbreviation) end = j;
+        i = j - 1;
+      }
+      if (end >= 0) {
+        const sentence = this.buffer.slice(from, end).trim();
+        if (sentence) done.push(sentence);
+        from = end;
+      }
+    }
+    this.buffer = this.buffer.slice(from);
+    const limit = this.emitted + done.length === 0 && this.firstMaxChars > 0 ? this.firstMaxChars : this.maxChars;
+    if (limit > 0 && this.buffer.length > limit) {
+      // the last , ; or : (with any closing quotes) that whitespace follows
+      let cut = -1;
+      for (const m of this.buffer.matchAll(CLAUSE_BREAK)) cut = m.index + m[0].length - 1;
+      if (cut > 0) {
+        const clause = this.buffer.slice(0, cut).trim();
+        if (clause) done.push(clause);
+        this.buffer = this.buffer.slice(cut);
+      }
+    }
+    this.emitted += done.length;
+    return done;
+  }
+
+  /** The text left at the end of the stream (the last sentence may lack its full stop). */
+  flush(): string[] {
+    const rest = this.buffer.trim();
+    this.buffer = '';
+    return rest ? [rest] : [];
+  }
+
+  /** Forget what was pushed (a new reply). */
+  reset(): void {
+    this.buffer = '';
+    this.emitted = 0;
+  }
+}
+
+/** Markdown and list markers a chat model writes that a voice should not read out. */
+export function speakable(sentence: string): string {
+  return sentence
+    .replace(/`+/g, '')
+    .replace(/\*\*|__|\*|~~/g, '')
+    .replace(/^\s*(#{1,6}|[-*+•]|\d+[.)])\s+/, '')
+    .replace(/\[([^\]]*)\]\([^)]*\)/g, '$1')
+    .replace(/\s+/g, ' ')
+    .trim();
+}

@@ -1,0 +1,48 @@
+// The voice page's state, mutated in place by the controller and read by the tests through
+// window.__onnxpipeVoice.
+
+import type { ShownError } from '../chat/format';
+import type { Mode } from './controls';
+import type { Stage } from './latency';
+import type { Phase } from './turn';
+
+export interface TurnRecord {
+  mode: Mode;
+  /** What the recogniser heard. */
+  transcript: string;
+  /** What the model wrote (up to the interruption, if there was one). */
+  reply: string;
+  /** Seconds of the reply actually played (a barge-in cuts it short). */
+  replyAudioSeconds: number;
+  /** Seconds of audio the voice made for it. */
+  madeAudioSeconds: number;
+  sentences: string[];
+  /** Since the end of speech, cumulative; and each stage on its own. */
+  latencyMs: Partial<Record<Stage, number>>;
+  stageMs: Partial<Record<Stage, number>>;
+  /** done: heard to the end; interrupted: the user spoke over it; empty: nothing was understood. */
+  finish: 'done' | 'interrupted' | 'empty' | 'failed';
+  /** Seconds of speech that were transcribed. */
+  speechSeconds: number;
+  /** Since the end of speech, when the model finished writing (null: it never did). */
+  replyDoneMs: number | null;
+  /** The voice that spoke the reply: its bundle and the controls it was given (e.g. a voice name). */
+  voice: { bundle: string | null; controls: Record<string, string> };
+}
+
+export interface VoiceState {
+  phase: Phase;
+  running: boolean; // microphone open
+  loading: boolean;
+  turns: TurnRecord[];
+  playing: boolean;
+  /** The chat model is writing a reply. */
+  generating: boolean;
+  /** Sample rate of the microphone device (the worklet resamples it to 16 kHz). */
+  micRate: number | null;
+  lastError: (ShownError & { during: string }) | null;
+}
+
+export function initialState(): VoiceState {
+  return { phase: 'off', running: false, loading: false, turns: [], playing: false, generating: false, micRate: null, lastError: null };
+}
