@@ -12,7 +12,7 @@ import { readWav } from './lib/wav.mjs';
 
 const BUNDLE = path.join(ROOT, 'public', 'models', 'whisper-base');
 const missing = !fs.existsSync(path.join(BUNDLE, 'manifest.json'));
-const SENTENCE = 'How many legs does a dog have?';
+const SENTENCE = 'Please open the front door.';
 const WORK = path.join(ROOT, 'build', 'e2e', `transcribe-${process.pid}`);
 const SLOW = Number(process.env.ONNXPIPE_E2E_SLOW || 1);
 const TEST_MS = Math.round(300_000 * SLOW);

@@ -74,10 +74,11 @@ export function fakeMicWav(questionWav, out, { before = 1.0, after = 3.0 } = {})
   return joinWavs([{ silence: before }, questionWav, { silence: after }], out);
 }
 
-/** Render ``text`` with the Piper voice natively (`python -m onnxpipe tts`) into ``out``. */
+/** Render ``text`` with the Piper voice natively (`python -m onnxpipe tts`) into ``out``; noise
+ * scales 0, so every run hears the same audio (the default noise makes a word differ now and then). */
 export function renderSpeech(text, out, { bundle = path.join(ROOT, 'public', 'models', 'piper-en-us-joe') } = {}) {
   fs.mkdirSync(path.dirname(out), { recursive: true });
-  execFileSync(python(), ['-m', 'onnxpipe', 'tts', bundle, '--text', text, '--out', out], {
+  execFileSync(python(), ['-m', 'onnxpipe', 'tts', bundle, '--text', text, '--out', out, '--set', 'noise_scale=0', '--set', 'noise_w=0'], {
     cwd: ROOT, stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, PYTHONPATH: `${path.join(ROOT, 'py')}:${ROOT}` },
     timeout: TIMEOUTS.native,
   });
