@@ -154,6 +154,31 @@ def greedy_with_margins(bundle, max_new_tokens: int, prompt_ids: list[int] | Non
     return prompt_ids, result, margins(probe.step_logits())
 
 
+def transcribe_with_margins(bundle, audio_path: str):
+    """A native transcription of a WAV with the top-2 margin of each kept token (ids the bundle
+    suppresses left out of the margin, as the sampler graph leaves them out of the choice)."""
+    import onnxpipe
+    from onnxpipe.cli import _mono_wav
+
+    probe = LogitsProbe()
+    pipe = onnxpipe.load(bundle, backend=probe)
+    suppress = pipe.spec.generation.suppress_tokens
+    ends = []
+    samples, rate = _mono_wav(audio_path, "transcribe")
+    result = pipe.transcribe(samples, rate, on_text=lambda window: ends.append(len(probe.seen)))
+    steps = probe.step_logits().astype(np.float64)
+    if suppress is not None:
+        steps[:, list(suppress.always)] = -np.inf
+    kept, start = [], 0
+    for window, end in zip(result.windows, ends):
+        part = steps[start:end].copy()
+        if suppress is not None and len(part):
+            part[0, list(suppress.at_start)] = -np.inf   # the window's first step
+        kept += margins(part)[:len(window.tokens)]
+        start = end
+    return result, kept
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.agreement", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -166,7 +191,15 @@ def main(argv: list[str] | None = None) -> int:
     greedy.add_argument("--variant", help="the execution provider whose files to run (e.g. wasm)")
     greedy.add_argument("--dtype", help="a transformers.js folder's precision (fp32, fp16, q8, q4, q4f16, ...)")
     greedy.add_argument("--ignore-eos", action="store_true")
+    heard = sub.add_parser("transcribe", help="a native transcription with the top-2 margin of every token, as JSON")
+    heard.add_argument("bundle")
+    heard.add_argument("--audio", required=True, help="a WAV file")
     args = parser.parse_args(argv)
+    if args.command == "transcribe":
+        result, steps = transcribe_with_margins(args.bundle, args.audio)
+        print(json.dumps({"tokens": result.tokens, "text": result.text, "windows": len(result.windows),
+                          "margins": [round(m, 6) for m in steps]}))
+        return 0
 
     ids = [int(i) for i in args.input_ids.split(",")] if args.input_ids else None
     ids, result, steps = greedy_with_margins(args.bundle, args.max_new_tokens, ids, args.chat, args.variant,

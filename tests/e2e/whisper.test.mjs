@@ -1,7 +1,8 @@
 // Whisper base in the browser through the REAL runtime worker (Pyodide -> the resampling, mel,
 // encoder and decoder graphs on onnxruntime-web WASM) against the same bundle natively
-// (`python -m onnxpipe transcribe --json`): the same token ids for a Piper-rendered sentence
-// at 22050 Hz (resampled in the worker) and for a 45-second recording (two windows), and the
+// (`python -m tests.agreement transcribe`): the same token ids, up to a near tie by the margin
+// rule (WASM and native kernels differ), for a Piper-rendered sentence at 22050 Hz (resampled
+// in the worker) and for a 45-second recording (two windows), and the
 // sentence's words (ignoring case and punctuation); a bad request leaves the worker usable.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -10,6 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { ROOT, launchBrowser, python, siteDir, startServer } from './lib/browser.mjs';
+import { WASM_VS_NATIVE, assertGreedyAgrees, nativeTranscription } from './lib/agreement.mjs';
 import { RuntimeFailure, ensureManifest, loadBundle, openRuntimePage, transcribe } from './lib/runtime.mjs';
 import { TIMEOUTS } from './lib/timeouts.mjs';
 import { readWav } from './lib/wav.mjs';
@@ -51,9 +53,11 @@ open(sys.argv[2], "wb").write(encode_wav(samples, r.sample_rate))`;
   execFileSync(python(), ['-c', script, PIPER, file, JSON.stringify(texts), String(pause)], { cwd: ROOT, env: PYENV });
 }
 
-function nativeTranscribe(file) {
-  return JSON.parse(execFileSync(python(), ['-m', 'onnxpipe', 'transcribe', BUNDLE, '--audio', file, '--json'],
-    { cwd: ROOT, env: PYENV, encoding: 'utf8', timeout: TIMEOUTS.native }));
+/** Browser tokens against native ones: equal, or split only where native's top-2 margin is a near tie. */
+function assertSameTokens(web, native) {
+  const { split } = assertGreedyAgrees(web.result.tokens, native.tokens, native.margins, WASM_VS_NATIVE);
+  if (split === null) assert.equal(web.result.tokens.length, native.tokens.length, 'the same number of tokens');
+  return split;
 }
 
 describe('Whisper base: browser equals native', { skip: !built && 'run `make models` first', timeout: TIMEOUTS.file * 2 }, () => {
@@ -80,11 +84,11 @@ describe('Whisper base: browser equals native', { skip: !built && 'run `make mod
     const { samples, sampleRate } = readWav(path.join(tmp, 'sentence.wav'));
     assert.equal(sampleRate, 22050);
     const web = await transcribe(page, samples, sampleRate);
-    const native = nativeTranscribe(path.join(tmp, 'sentence.wav'));
-    assert.deepEqual(web.result.tokens, native.tokens);
+    const native = await nativeTranscription(BUNDLE, path.join(tmp, 'sentence.wav'));
+    const split = assertSameTokens(web, native);
     assert.deepEqual(words(web.result.text), words(SENTENCE));
-    assert.equal(web.result.text, native.text);
-    assert.ok(Math.abs(web.result.audio_seconds - native.audio_seconds) < 1e-6);
+    if (split === null) assert.equal(web.result.text, native.text);
+    assert.ok(Math.abs(web.result.audio_seconds - samples.length / sampleRate) < 1e-6);
     assert.equal(web.windows.length, 1);
     assert.deepEqual(web.windows[0].tokens, web.result.tokens);
     assert.deepEqual(offsite, []);
@@ -94,9 +98,10 @@ describe('Whisper base: browser equals native', { skip: !built && 'run `make mod
     const { samples, sampleRate } = readWav(path.join(tmp, 'long.wav'));
     assert.ok(samples.length / sampleRate > 45);
     const web = await transcribe(page, samples, sampleRate);
-    const native = nativeTranscribe(path.join(tmp, 'long.wav'));
+    const native = await nativeTranscription(BUNDLE, path.join(tmp, 'long.wav'));
     assert.equal(web.windows.length, 2);
-    assert.deepEqual(web.result.tokens, native.tokens);
+    assert.equal(native.windows, 2);
+    assertSameTokens(web, native);
     assert.deepEqual(words(web.result.text), LONG.flatMap(words));
     assert.ok(web.windows[0].ms < web.wallMs, 'the first window arrived before the result');
   });

@@ -36,9 +36,21 @@ export function assertGreedyAgrees(got, want, wantMargins, logitTolerance, what 
  * `python -m tests.agreement greedy BUNDLE ...` (CPython, onnxruntime): a native greedy run with
  * the top-2 margin of every step: {prompt_ids, tokens, text, finish_reason, margins}.
  */
-export function nativeGreedy(bundleDir, args, { timeout = TIMEOUTS.native } = {}) {
+export function nativeGreedy(bundleDir, args, options = {}) {
+  return nativeAgreement(['greedy', bundleDir, ...args], options);
+}
+
+/**
+ * `python -m tests.agreement transcribe BUNDLE --audio WAV`: a native transcription with the
+ * top-2 margin of every kept token: {tokens, text, windows, margins}.
+ */
+export function nativeTranscription(bundleDir, wav, options = {}) {
+  return nativeAgreement(['transcribe', bundleDir, '--audio', wav], options);
+}
+
+function nativeAgreement(args, { timeout = TIMEOUTS.native } = {}) {
   return new Promise((resolve, reject) => {
-    const proc = spawn(python(), ['-m', 'tests.agreement', 'greedy', bundleDir, ...args], {
+    const proc = spawn(python(), ['-m', 'tests.agreement', ...args], {
       cwd: ROOT,
       env: { ...process.env, PYTHONPATH: [path.join(ROOT, 'py'), ROOT].join(path.delimiter) },
       stdio: ['ignore', 'pipe', 'pipe'],
