@@ -60,6 +60,7 @@ bench: models node-deps ## decode speed (per dtype too) and speech real-time fac
 	node bench/browser_dtypes.mjs $(SMOLLM2_TJS)
 	$(PY) bench/speech_rtf.py $(PIPER)
 	$(PY) bench/kokoro_rtf.py $(KOKORO)
+	$(PY) bench/kokoro_ceiling.py $(KOKORO)
 	$(PY) bench/asr_rtf.py $(WHISPER) --voice $(PIPER)
 	# the voice page: end of speech -> detected -> transcript -> first token -> first audio (ms)
 	mkdir -p build/bench && $(PY) -m onnxpipe tts $(PIPER) --text "What is the capital of France?" --set noise_scale=0 --set noise_w=0 --out build/bench/question.wav && node tests/e2e/run-voice.mjs --audio build/bench/question.wav --json
