@@ -55,10 +55,13 @@ web: $(STAMP) node-deps ## build the site into dist/: the onnxpipe wheel + pyodi
 	node_modules/.bin/vite build
 
 bench: models node-deps ## decode speed (per dtype too) and speech real-time factor side by side (native, then headless Chromium)
-	$(PY) bench/decode_speed.py $(SMOLLM2)
+	$(PY) bench/decode_speed.py $(SMOLLM2) --busy --settings all
 	node bench/browser_decode.mjs $(SMOLLM2)
 	node bench/browser_dtypes.mjs $(SMOLLM2_TJS)
-	$(PY) bench/speech_rtf.py $(PIPER)
+	node bench/browser_memory.mjs   # peak wasm memory of every bundle in public/models/
+	node bench/browser_start.mjs    # chat page: time to first token, cold and warm, with its breakdown
+	$(PY) bench/speech_rtf.py $(PIPER)          # + bare onnxruntime-web loop on both files, + TTS page first audio
+	$(PY) bench/speech_rtf.py $(KOKORO) --no-page
 	$(PY) bench/kokoro_rtf.py $(KOKORO)
 	$(PY) bench/kokoro_ceiling.py $(KOKORO)
 	$(PY) bench/asr_rtf.py $(WHISPER) --voice $(PIPER)

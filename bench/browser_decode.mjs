@@ -3,7 +3,9 @@
 //   onnxpipe      the real runtime worker (chat page's RuntimeClient -> Pyodide -> onnxruntime-web)
 //   bare loop     bench/browser/bare_loop.html: a JS greedy loop on onnxruntime-web (argmax in JS)
 //   transformers.js  @huggingface/transformers from build/bench-node/ (npm i --ignore-scripts)
-// Prints tokens/s for each and the ratios. Not a test.
+// Prints tokens/s for each and the ratios; then onnxpipe on chat prompts with and without
+// prompt lookup (speculative decoding: drafts copied from the conversation, verified 4 per
+// pass), with the acceptance rate. Not a test.
 //
 //   node bench/browser_decode.mjs [BUNDLE_DIR] [--tokens 64] [--runs 2] [--threads 1] [--ort ort.wasm.min.mjs] [--json]
 //
@@ -28,6 +30,12 @@ const JSON_OUT = args.includes('--json') && args.splice(args.indexOf('--json'), 
 const BUNDLE = path.resolve(args[0] ?? path.join(ROOT, 'public', 'models', 'smollm2-135m-instruct'));
 const NAME = path.basename(BUNDLE);
 const PROMPT = [1, 504, 3575, 282, 4649, 314]; // "<s>The capital of France is" in SmolLM2's vocabulary
+// chat prompts (the template adds SmolLM2's system prompt): an everyday question, and a reply
+// that quotes its prompt (prompt lookup's good case: editing, quoting, summarising)
+const CHATS = ['What is the capital of France?',
+  'Fix the spelling and write the text out again: The quick brown fox jumpd over the lazy dog near the ' +
+  'river bank in the erly morning light, while the farmer walked slowly to the old red barn.'];
+const LOOKUP = { method: 'prompt_lookup', max_draft: 4, ngram: 3 };
 const TJS_DIR = path.join(ROOT, 'build', 'bench-node');
 const TJS = path.join(TJS_DIR, 'node_modules', '@huggingface', 'transformers', 'dist');
 const TJS_ORT = path.join(TJS_DIR, 'node_modules', 'onnxruntime-web', 'dist');
@@ -107,6 +115,26 @@ async function main() {
       pipeRuns.push(result);
       log(`# onnxpipe run ${r + 1}: ${result.decode_tokens_per_s.toFixed(2)} tokens/s, prefill ${result.prefill_ms.toFixed(0)} ms`);
     }
+    out.chat = [];
+    for (const question of CHATS) {
+      const row = { question };
+      for (const [key, speculative] of [['plain', null], ['prompt_lookup', LOOKUP]]) {
+        const runs = [];
+        for (let r = 0; r < RUNS; r++) {
+          const messages = [{ role: 'user', content: question }];
+          const { result } = await generate(page, { messages, options: { do_sample: false, max_new_tokens: TOKENS, speculative } }, { timeout: 600_000 });
+          runs.push(result);
+        }
+        const top = runs.reduce((a, b) => (b.decode_tokens_per_s > a.decode_tokens_per_s ? b : a));
+        row[key] = { tokens_per_s: top.decode_tokens_per_s, tokens: top.tokens.length, speculative: top.speculative ?? null, ids: top.tokens };
+        log(`# onnxpipe chat ${key}: ${top.decode_tokens_per_s.toFixed(2)} tokens/s, ${top.tokens.length} tokens` +
+          (top.speculative ? `, ${top.speculative.accepted}/${top.speculative.drafted} drafts accepted` : ''));
+      }
+      row.same_tokens = JSON.stringify(row.plain.ids) === JSON.stringify(row.prompt_lookup.ids);
+      delete row.plain.ids;
+      delete row.prompt_lookup.ids;
+      out.chat.push(row);
+    }
     await page.close();
     const best = pipeRuns.reduce((a, b) => (b.decode_tokens_per_s > a.decode_tokens_per_s ? b : a));
     out.onnxpipe = { tokens_per_s: best.decode_tokens_per_s, runs: pipeRuns.map((r) => r.decode_tokens_per_s), prefill_ms: best.prefill_ms, session: loaded.info.sessions, load_ms: loaded.info.loadMs };
@@ -158,6 +186,13 @@ async function main() {
   console.log(`  ratio onnxpipe / bare loop       ${f(out.ratio.onnxpipe_over_bare_loop)}   (target >= 0.95)`);
   console.log(`  ratio onnxpipe / transformers.js ${f(out.ratio.onnxpipe_over_transformers_js)}   (target > 1)`);
   console.log(`  same tokens: ${JSON.stringify(out.same_tokens)}`);
+  console.log(`onnxpipe on chat prompts (greedy, up to ${TOKENS} tokens), plain vs prompt lookup (max_draft 4, ngram 3):`);
+  for (const row of out.chat) {
+    const s = row.prompt_lookup.speculative;
+    const vsTjs = out.transformers_js?.tokens_per_s ? `, ${f(row.prompt_lookup.tokens_per_s / out.transformers_js.tokens_per_s)}x transformers.js` : '';
+    console.log(`  "${row.question.slice(0, 40)}…": ${f(row.plain.tokens_per_s)} -> ${f(row.prompt_lookup.tokens_per_s)} tokens/s ` +
+      `(${f(row.prompt_lookup.tokens_per_s / row.plain.tokens_per_s)}x${vsTjs}; accepted ${s.accepted}/${s.drafted} = ${f(s.acceptance_rate)}; same tokens ${row.same_tokens})`);
+  }
 }
 
 main().catch((error) => {

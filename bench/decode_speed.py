@@ -1,15 +1,21 @@
 """Decode speed on one bundle, side by side in one run: onnxpipe vs onnxruntime-genai.
 
 Both decode the same prompt ids greedily for the same number of new tokens, alternating
-runs so machine noise hits both alike; medians and their ratio are printed. This is a
-benchmark, not a test: it never fails on speed.
+runs so machine noise hits both alike; medians and their ratio are printed. ``--busy`` then
+measures again while another process keeps one core busy (a Python spin loop), and also
+onnxpipe with other thread / spinning settings (``--settings``), so a choice can rest on
+figures. This is a benchmark, not a test: it never fails on speed.
+
+    PYTHONPATH=py python bench/decode_speed.py BUNDLE [--tokens 128] [--runs 5] [--busy]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import statistics
+import subprocess
 import sys
 import time
 
@@ -42,35 +48,72 @@ def genai_run(model, ids, n):
     return (len(tokens) - 1) / (end - first), tokens
 
 
+SETTINGS = {"default": {}, "spinning": {"spinning": True}, "1 thread": {"threads": 1},
+            "1 thread, spinning": {"threads": 1, "spinning": True}}
+
+
+@contextlib.contextmanager
+def busy_core(on: bool):
+    """Another process spinning on one core while the block runs."""
+    proc = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if on else None
+    try:
+        time.sleep(0.5 if on else 0)
+        yield
+    finally:
+        if proc is not None:
+            proc.kill()
+            proc.wait()
+
+
+def compare(pipes: dict, model, ids, tokens: int, runs: int) -> dict:
+    """Median tokens/s of each onnxpipe setting and of onnxruntime-genai, runs interleaved."""
+    figures = {name: [] for name in pipes}
+    figures["onnxruntime-genai"] = []
+    same = True
+    for _ in range(runs):
+        reference = None
+        for name, pipe in pipes.items():
+            tps, got = onnxpipe_run(pipe, ids, tokens)
+            figures[name].append(tps)
+            reference = reference or got
+        tps, theirs = genai_run(model, ids, tokens)
+        figures["onnxruntime-genai"].append(tps)
+        same = same and list(reference) == [int(t) for t in theirs]
+    medians = {name: statistics.median(v) for name, v in figures.items()}
+    return {"tokens_per_s": medians, "same_tokens": same,
+            "ratio": {name: medians[name] / medians["onnxruntime-genai"] for name in pipes}}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("bundle")
     ap.add_argument("--tokens", type=int, default=128)
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--busy", action="store_true", help="measure again with one core kept busy")
+    ap.add_argument("--settings", default="default", help=f"onnxpipe settings, comma-separated: {', '.join(SETTINGS)} "
+                    "(or all)")
     a = ap.parse_args()
     import onnxruntime_genai as og
 
-    pipe = onnxpipe.load(a.bundle)
-    ids = pipe.chat_prompt_ids([{"role": "user", "content": PROMPT}])
+    from onnxpipe.backends.native import NativeBackend
+
+    names = list(SETTINGS) if a.settings == "all" else a.settings.split(",")
+    pipes = {name: onnxpipe.load(a.bundle, backend=NativeBackend(**SETTINGS[name])) for name in names}
+    first = next(iter(pipes.values()))
+    ids = first.chat_prompt_ids([{"role": "user", "content": PROMPT}])
     model = og.Model(a.bundle)
-    ours, theirs = [], []
-    onnxpipe_run(pipe, ids, 8)     # warm-up both
+    for pipe in pipes.values():      # warm-up
+        onnxpipe_run(pipe, ids, 8)
     genai_run(model, ids, 8)
-    same = True
-    for _ in range(a.runs):
-        tps, t1 = onnxpipe_run(pipe, ids, a.tokens)
-        ours.append(tps)
-        tps, t2 = genai_run(model, ids, a.tokens)
-        theirs.append(tps)
-        same = same and list(t1) == [int(t) for t in t2]
-    o, g = statistics.median(ours), statistics.median(theirs)
-    report = {"bundle": a.bundle, "prompt_tokens": len(ids), "new_tokens": a.tokens, "runs": a.runs,
-              "onnxpipe_decode_tokens_per_s": round(o, 1), "onnxruntime_genai_tokens_per_s": round(g, 1),
-              "ratio": round(o / g, 3), "same_tokens": same}
-    print(f"decode tokens/s over {a.tokens} new tokens, median of {a.runs} alternating runs")
-    print(f"  onnxpipe           {o:8.1f}")
-    print(f"  onnxruntime-genai  {g:8.1f}")
-    print(f"  ratio              {o / g:8.3f}   (target >= 0.95)   same tokens: {same}")
+    report = {"bundle": a.bundle, "prompt_tokens": len(ids), "new_tokens": a.tokens, "runs": a.runs}
+    for label, on in (("quiet", False), ("one core busy", True)) if a.busy else (("quiet", False),):
+        with busy_core(on):
+            report[label] = result = compare(pipes, model, ids, a.tokens, a.runs)
+        print(f"{label}: decode tokens/s over {a.tokens} new tokens, median of {a.runs} interleaved runs")
+        for name, tps in result["tokens_per_s"].items():
+            ratio = f"   ratio {result['ratio'][name]:.3f}" if name in result["ratio"] else ""
+            print(f"  {'onnxpipe, ' + name if name in pipes else name:<36}{tps:8.1f}{ratio}")
+        print(f"  same tokens: {result['same_tokens']}   (target: ratio >= 1.0)")
     print(json.dumps(report))
     return 0
 

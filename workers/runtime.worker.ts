@@ -2,61 +2,49 @@
 // Speaks the protocol in web/src/protocol.ts. ORT's own thread workers re-run this module
 // (Vite bundles it as their script), so the entry is guarded by the worker's name.
 
-import type * as Ort from 'onnxruntime-web';
-
+import './wasm-memory'; // first: it records the wasm heaps ORT and Pyodide make
 import type {
-  ErrorKind, Event, LoadedInfo, Request, SentenceInfo, SpeechResult, TranscriptWindow, TranscriptionResult, VoiceActivityResult,
+  ErrorKind, Event, ExecutionProvider, LoadedInfo, Request, SentenceInfo, SpeechResult, ThreadChoice, TranscriptWindow,
+  TranscriptionResult, VoiceActivityResult,
 } from '../web/src/protocol';
-import { bridge, files, setCancel, useCancelBuffer, useOrt } from './bridge';
+import { Stages, bootRuntime, now } from './boot';
+import { files, setCancel, useCancelBuffer } from './bridge';
 import { LoadError, bundleLock, loadBundle, lockFor } from './bundle-loader';
 import { listStored, removeStored } from './storage/catalog';
 import { Listener, type VadEntry } from './listen';
+import { wasmMemory } from './wasm-memory';
 
 interface PyFunction {
   callPromising(...args: unknown[]): Promise<string>;
 }
 interface Pyodide {
-  loadPackage(name: string): Promise<unknown>;
+  runPython(code: string): unknown;
+  unpackArchive(buffer: Uint8Array, format: string, options: { extractDir: string }): void;
   registerJsModule(name: string, module: object): void;
   pyimport(name: string): Record<string, PyFunction>;
   FS: { mkdirTree(path: string): void; writeFile(path: string, data: Uint8Array): void; rmdir(path: string): void };
 }
 
 const post = (event: Event): void => self.postMessage(event);
-type Runtime = { py: Pyodide; entry: Record<string, PyFunction>; bootMs: number; threads: number };
+type Runtime = {
+  py: Pyodide; entry: Record<string, PyFunction>; bootMs: number; threads: number; threadChoice: ThreadChoice;
+  stages: Stages; snapshot: 'restored' | 'made' | 'none';
+};
 let runtime: Promise<Runtime> | null = null;
 let busy = false;
 let sampleRate = 0; // of the loaded speech bundle
 
-/** WASM threads, fixed at boot: 1 by default (the SmolLM2 WASM variant and tiny models
- * measured fastest on 1 thread on 2 cores; fp32 files gain from 2). */
-function threadCount(requested?: number): number {
-  if (!self.crossOriginIsolated) return 1;   // threads need SharedArrayBuffer
-  return Math.max(1, Math.min(requested ?? 1, navigator.hardwareConcurrency || 1));
-}
-
-/** The plain WASM build unless WebGPU is asked for: it is faster on WASM and has kernels the
- * WebGPU-capable build lacks (GatherBlockQuantized). Fixed for the worker's lifetime. */
-async function loadOrt(ep?: string): Promise<typeof Ort> {
-  return ep === 'webgpu' ? await import('onnxruntime-web/webgpu') : await import('onnxruntime-web/wasm');
-}
-
-async function boot(requested?: number, ep?: string): Promise<Runtime> {
+/** Start the runtime once per worker (workers/boot.ts): by a 'boot' request when the page
+ * opens, else by the first load; the thread count and ORT build are fixed from then on. */
+async function boot(requested?: number, ep?: ExecutionProvider): Promise<Runtime> {
   const start = performance.now();
-  const ort = await loadOrt(ep);
   webgpuBuild = ep === 'webgpu';
-  useOrt(ort);
-  const origin = self.location.origin;
-  const { loadPyodide } = (await import(/* @vite-ignore */ `${origin}/pyodide/pyodide.mjs`)) as {
-    loadPyodide: (options: object) => Promise<Pyodide>;
+  const stages = new Stages();
+  const { py, entry, threads, snapshot } = await bootRuntime<Pyodide>(ep, requested, stages);
+  return {
+    py, entry: entry as Record<string, PyFunction>, bootMs: performance.now() - start, threads: threads.threads,
+    threadChoice: threads, stages, snapshot,
   };
-  const py = await loadPyodide({ indexURL: `${origin}/pyodide/`, lockFileURL: `${origin}/pyodide/pyodide-lock.json` });
-  await py.loadPackage('onnxpipe');
-  const threads = threadCount(requested);
-  ort.env.wasm.numThreads = threads;
-  py.registerJsModule('ort', ort);
-  py.registerJsModule('onnxpipe_js', bridge);
-  return { py, entry: py.pyimport('onnxpipe.web_entry'), bootMs: performance.now() - start, threads };
 }
 
 let webgpuBuild = false;
@@ -94,9 +82,13 @@ function fromPython<T>(id: number, json: string, key: string): T | null {
 
 async function load(request: Extract<Request, { type: 'load' }>): Promise<void> {
   const { id } = request;
+  const requested = now();
   runtime ??= boot(request.threads, request.ep);
   post({ type: 'progress', id, phase: 'boot', file: 'pyodide', loaded: 0, total: 0, percent: 0 });
-  const { py, entry, bootMs, threads } = await runtime;
+  // the bundle's small files are read while the runtime starts; Python picks the large ones
+  const started = runtime;
+  const stages = new Stages();
+  let filesFrom = now();
   useCancelBuffer(request.cancelBuffer);
   const base = new URL(request.bundleUrl.endsWith('/') ? request.bundleUrl : `${request.bundleUrl}/`, self.location.href);
   const warnings: string[] = [];
@@ -105,32 +97,42 @@ async function load(request: Extract<Request, { type: 'load' }>): Promise<void> 
   const options = { ep: request.ep, variant: request.variant, dtype: request.dtype, available: await availableProviders() };
   const write = (path: string, data: Uint8Array): void => {
     const target = `${dir}/${path}`;
-    py.FS.mkdirTree(target.slice(0, target.lastIndexOf('/')));
-    py.FS.writeFile(target, data);
+    py!.FS.mkdirTree(target.slice(0, target.lastIndexOf('/')));
+    py!.FS.writeFile(target, data);
   };
   files.clear();
+  let py: Pyodide | null = null;
+  let entry: Record<string, PyFunction> | null = null;
   // held until the sessions have read the stored files (bundle-loader.ts, bundleLock)
   await underLock(bundleLock(base), async () => {
+    filesFrom = now();
     const fetched = await loadBundle(base, (phase, file, loaded, total) => {
       post({ type: 'progress', id, phase, file, loaded, total, percent: total ? (100 * loaded) / total : 100 });
     }, warnings, async (small, large) => {
+      stages.add('files', filesFrom);
+      ({ py, entry } = await started);
       for (const [path, data] of small) write(path, data);
       for (const path of large) write(path, new Uint8Array(0));   // placeholders: bytes stay in JS
       const reply = JSON.parse(await entry.files_needed.callPromising(dir, JSON.stringify(options))) as
         { files?: string[]; error?: { kind: string; message: string } };
       if (reply.error) throw new PythonError(reply.error.kind, reply.error.message);
+      filesFrom = now();
       return new Set(reply.files);
     });
+    stages.add('files', filesFrom);
     for (const [path, data] of fetched) files.set(path, data);
     post({ type: 'progress', id, phase: 'session', file: name, loaded: 0, total: 0, percent: 100 });
     // dtype/dtypes are absent for bundles without a precision choice
     type FromPython = Omit<LoadedInfo, 'bundle' | 'bootMs' | 'dtype' | 'dtypes'> & Partial<Pick<LoadedInfo, 'dtype' | 'dtypes'>>;
-    const info = fromPython<FromPython>(id, await entry.open_bundle.callPromising(dir, JSON.stringify(options)), '');
+    const opened = await stages.time('session', () => entry!.open_bundle.callPromising(dir, JSON.stringify(options)));
+    const info = fromPython<FromPython>(id, opened, '');
+    const { bootMs, threads, threadChoice, snapshot, stages: bootStages } = await started;
     if (info) {
       sampleRate = info.sampleRate ?? 0;
       post({ type: 'loaded', id, info: {
         ...info, bundle: name, warnings: [...warnings, ...info.warnings], bootMs, threads,
-        dtype: info.dtype ?? null, dtypes: info.dtypes ?? [],
+        threadsReason: threadChoice.reason, dtype: info.dtype ?? null, dtypes: info.dtypes ?? [],
+        startup: { stages: [...bootStages.list, ...stages.list], requested, pythonSnapshot: snapshot },
       } });
     }
   });
@@ -261,6 +263,13 @@ async function handle(request: Request): Promise<void> {
       return;
     case 'storage':
       await storage(request);
+      return;
+    case 'memory':
+      post({ type: 'memory', id: request.id, memory: wasmMemory() });
+      return;
+    case 'boot':
+      runtime ??= boot(request.threads, request.ep);
+      post({ type: 'booted', id: request.id, threads: (await runtime).threadChoice });
       return;
     case 'cancel':
       setCancel(true);

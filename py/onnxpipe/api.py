@@ -142,9 +142,10 @@ class Pipeline:
         return self.voice_activity.detector(**controls)
 
     def warm_up(self) -> float:
-        """Run a speech bundle's front end and flow once on a short word, so the first real
-        sentence doesn't pay one-time start-up (engine allocations, the browser's phonemizer
-        download); returns the seconds it took. Token-loop voices only warm their front end;
+        """Run a speech bundle's front end and flow once on a short word (and, for a fast voice,
+        on a sentence: speech/synthesize.py WARM_UP_TEXT), so the first real sentence doesn't pay
+        one-time start-up (engine allocations, the browser's phonemizer download); returns the
+        seconds it took. Token-loop voices only warm their front end;
         a voice-activity bundle runs one chunk of silence (the first live chunk is then fast)."""
         if self.kind == "voice-activity":
             start = time.perf_counter()
@@ -156,9 +157,12 @@ class Pipeline:
         if self.kind != "speech":
             return 0.0
         start = time.perf_counter()
-        if self.loaded.loop.makes_tokens:
-            synthesize.sentence_inputs(self, "Hello.")
-        else:
-            self.speak("Hello.")
+        synthesize.sentence_inputs(self, "Hello.")   # the front end first: the browser's phonemizer loads now
+        if not self.loaded.loop.makes_tokens:
+            rtf = self.speak("Hello.").real_time_factor   # a cold run: slower than the voice goes
+            if rtf >= 1.0:
+                rtf = self.speak("Hello.").real_time_factor
+            if rtf >= synthesize.WARM_UP_LONG_MIN_RTF:
+                self.speak(synthesize.WARM_UP_TEXT)   # a fast voice: grow its buffers to a first piece's size
         self.reset()
         return time.perf_counter() - start

@@ -31,6 +31,10 @@ def _search_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, help="random seed (same seed, same tokens)")
     p.add_argument("--stop", action="append", default=None, help="stop string (repeatable)")
     p.add_argument("--ignore-eos", action="store_true", help="keep going past end-of-sequence ids")
+    p.add_argument("--speculative", metavar="METHOD", help="verify drafts several tokens per pass: "
+                   "prompt_lookup, or off (over the bundle's generation.speculative)")
+    p.add_argument("--max-draft", type=int, help="with --speculative: most draft tokens per pass")
+    p.add_argument("--ngram", type=int, help="with --speculative prompt_lookup: longest n-gram looked up")
     p.add_argument("--provider", action="append", default=None,
                    help="execution provider (repeatable, in order of preference)")
     p.add_argument("--variant", help="open the files the bundle made for this provider (e.g. wasm)")
@@ -57,6 +61,13 @@ def _search_options(a) -> dict:
         opts["stop_strings"] = a.stop
     if a.ignore_eos:
         opts["ignore_eos"] = True
+    tuning = {k: getattr(a, k) for k in ("max_draft", "ngram") if getattr(a, k) is not None}
+    if a.speculative in (None, "off") and tuning:
+        raise InputError(f"--{next(iter(tuning)).replace('_', '-')}: give --speculative METHOD too")
+    if a.speculative == "off":
+        opts["speculative"] = None
+    elif a.speculative is not None:
+        opts["speculative"] = {"method": a.speculative, **tuning}
     return opts
 
 
@@ -80,8 +91,10 @@ def cmd_run(a) -> int:
         print(json.dumps(result.to_dict(), ensure_ascii=False))
     else:
         print(result.text)
+        drafts = result.speculative
+        accepted = f", drafts accepted {drafts['accepted']}/{drafts['drafted']}" if drafts else ""
         print(f"[{len(result.tokens)} tokens, {result.finish_reason}; prefill {result.prefill_ms:.1f} ms, "
-              f"decode {result.decode_tokens_per_s:.1f} tokens/s]", file=sys.stderr)
+              f"decode {result.decode_tokens_per_s:.1f} tokens/s{accepted}]", file=sys.stderr)
     return 0
 
 

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { ROOT, launchBrowser, siteDir, startServer } from './lib/browser.mjs';
 import { assertGreedyAgrees, nativeGreedy, WASM_VS_NATIVE } from './lib/agreement.mjs';
+import { loadOnChatPage } from './lib/chat-page.mjs';
 import { TIMEOUTS } from './lib/timeouts.mjs';
 
 const BUNDLE = 'smollm2-135m-instruct';
@@ -40,19 +41,7 @@ test(`chat page: ${BUNDLE} answers "${QUESTION}" like native (token for token up
   if (missing.length) return t.skip(`public/models/${BUNDLE}/ lacks ${missing.join(', ')}: run make models`);
   const page = await context.newPage();
   try {
-    await page.goto(server.url);
-    const app = page.getByTestId('app');
-    await page.getByTestId('load-button').waitFor({ timeout: TIMEOUTS.page });
-    await page.waitForFunction(() => document.querySelector('[data-testid=bundle-select] option'), null, { timeout: TIMEOUTS.page });
-    await page.getByTestId('bundle-select').selectOption(BUNDLE);
-    await page.getByTestId('ep-select').selectOption('wasm');
-    await page.getByTestId('load-button').click();
-    await page.waitForFunction(
-      () => ['ready', 'idle'].includes(document.querySelector('[data-testid=app]').dataset.status) && window.__onnxpipe.state.status !== 'loading',
-      null, { timeout: TIMEOUTS.load, polling: 100 });
-    const loadError = await page.evaluate(() => window.__onnxpipe.state.lastError);
-    assert.equal(loadError, null, `load failed: ${JSON.stringify(loadError)}`);
-    assert.equal(await app.getAttribute('data-status'), 'ready');
+    await loadOnChatPage(page, server.url, BUNDLE, 'wasm');
     const info = await page.evaluate(() => window.__onnxpipe.state.loaded);
     const decoder = info.sessions.decoder;
     assert.match(decoder.provider, /wasm/i);
@@ -94,6 +83,7 @@ test(`chat page: ${BUNDLE} answers "${QUESTION}" like native (token for token up
     assert.equal((await bubble.locator('.msg-body').textContent()), result.text);
     assert.deepEqual(state.messages.at(-1), { role: 'assistant', content: result.text });
     assert.equal(await page.getByTestId('stats').getAttribute('data-tokens'), String(result.tokens.length));
+    await assertStartupBreakdown(page);
 
     // against CPython (onnxruntime) on the same file: token for token up to a near tie, if any
     const native = await nativeGreedy(BUNDLE_DIR, ['--chat', QUESTION, '--max-new-tokens', String(MAX_NEW_TOKENS), '--variant', 'wasm']);
@@ -121,6 +111,30 @@ test(`chat page: ${BUNDLE} answers "${QUESTION}" like native (token for token up
     await page.close();
   }
 });
+
+/** The time-to-first-token line (web/src/chat/startup.ts): consecutive parts, each >= 0, summing
+ * to no more than the total; the worker's stages (some run at once) each >= 0 and <= the total.
+ * Sanity only: timings themselves are never asserted. */
+async function assertStartupBreakdown(page) {
+  const shown = await page.evaluate(() => {
+    const root = document.querySelector('[data-testid=ttft]');
+    const read = (sel, key) => [...root.querySelectorAll(sel)].map((e) => [e.dataset[key], Number(e.dataset.ms), e.textContent]);
+    return { hidden: root.hidden, total: Number(root.dataset.totalMs), parts: read('[data-testid=ttft-part]', 'part'),
+      stages: read('[data-testid=ttft-stage]', 'stage'), text: root.textContent };
+  });
+  assert.equal(shown.hidden, false, 'the time-to-first-token breakdown is shown after the first reply');
+  assert.ok(shown.total > 0, shown.text);
+  assert.deepEqual(shown.parts.map(([name]) => name), ['page', 'runtime', 'files', 'session', 'you', 'prefill', 'first token']);
+  for (const [name, ms] of [...shown.parts, ...shown.stages]) {
+    assert.ok(Number.isFinite(ms) && ms >= 0, `${name}: ${ms} ms in "${shown.text}"`);
+    assert.ok(ms <= shown.total + 1, `${name}: ${ms} ms > total ${shown.total} ms`);
+  }
+  const sum = shown.parts.reduce((a, [, ms]) => a + ms, 0);
+  assert.ok(sum <= shown.total + 1, `parts sum to ${sum} ms > total ${shown.total} ms: "${shown.text}"`);
+  for (const stage of ['pyodide', 'onnxruntime', 'import', 'files', 'session']) {
+    assert.ok(shown.stages.some(([name]) => name === stage), `stage ${stage} missing: "${shown.text}"`);
+  }
+}
 
 async function expectStatus(page, testid, pattern) {
   const text = await page.getByTestId(testid).textContent();

@@ -18,6 +18,11 @@ const ARTIFACTS = path.join(ROOT, 'build', 'e2e', 'artifacts');
 const SAMPLE_RATE = 22050;
 const TEXT = 'Every word of this sentence became sound inside the browser.';
 const NUMBERS = ['one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine', 'ten', 'eleven', 'twelve'];
+// a long first sentence: its first clause is spoken on its own, so the first audio comes sooner
+const PARAGRAPH = 'When the storm finally passed over the valley, the villagers came out of their houses. ' +
+  'Most of the roofs had held. Nobody spoke.';
+const PARAGRAPH_PIECES = ['When the storm finally passed over the valley,', 'the villagers came out of their houses.',
+  'Most of the roofs had held.', 'Nobody spoke.'];
 const LONG_TEXT = NUMBERS.map((n) => `This is sentence ${n} of a text that is far too long to wait for.`).join(' ');
 const missing = ['manifest.json', 'pipeline.json'].filter((f) => !fs.existsSync(path.join(BUNDLE_DIR, f)));
 const skipWhy = `public/models/${BUNDLE}/ lacks ${missing.join(', ')}: run make models`;
@@ -88,6 +93,7 @@ async function speak(page, text, { stopAfterFirst = false } = {}) {
     const s = window.__onnxpipeTts.state;
     return {
       result: s.lastResult, error: s.lastError, samples: s.samples, sentences: s.sentences, wavBytes: s.wavBytes,
+      events: s.events, firstAudioMs: s.firstAudioMs,
       status: document.querySelector('[data-testid=tts-status]').dataset.state,
       rtfText: document.querySelector('[data-testid=tts-rtf]').textContent,
     };
@@ -216,6 +222,22 @@ test('speech page: the Piper voice speaks a sentence, draws it and offers the WA
     await page.getByTestId('tts-controls-reset').click();
     assert.equal(await page.getByTestId('tts-control-length_scale').inputValue(), '1');
     console.log(`# tts length_scale 2: ${slow.result.audio_seconds.toFixed(2)} s audio (${slow.result.real_time_factor.toFixed(1)}x real time)`);
+
+    // a paragraph: the first clause comes first and is heard while the rest is still being made
+    const para = await speak(page, PARAGRAPH);
+    await checkSpeech(page, para, { text: PARAGRAPH });
+    assert.deepEqual(para.sentences.map((x) => x.text), PARAGRAPH_PIECES);
+    const kinds = para.events.map((e) => (e.type === 'audio' ? `audio${e.index}` : e.type));
+    assert.deepEqual(kinds.filter((k) => k !== 'heard'), [...PARAGRAPH_PIECES.map((_, i) => `audio${i}`), 'done'],
+      `events: ${kinds.join(' ')}`);
+    const heard = kinds.indexOf('heard');
+    assert.ok(heard > kinds.indexOf('audio0') && heard < kinds.indexOf(`audio${PARAGRAPH_PIECES.length - 1}`),
+      `the first clause was not heard before the last piece arrived: ${kinds.join(' ')}`);
+    const figure = Number(await page.getByTestId('tts-first-audio').getAttribute('data-ms'));
+    assert.ok(figure > 0 && Math.abs(figure - para.firstAudioMs) < 1, `first audio shown ${figure} vs state ${para.firstAudioMs}`);
+    assert.match(await page.getByTestId('tts-first-audio').textContent(), /^first audio \d+\.\d\d s$/);
+    console.log(`# tts paragraph: first audio ${Math.round(para.firstAudioMs)} ms after Speak ` +
+      `(first clause ${para.sentences[0].audio_seconds.toFixed(2)} s of ${para.result.audio_seconds.toFixed(2)} s); events ${kinds.join(' ')}`);
     assert.deepEqual(offsite, [], 'requests left 127.0.0.1');
   } catch (error) {
     console.error(logs.slice(-40).join('\n'));

@@ -16,7 +16,8 @@ import {
 const ARTIFACTS = path.join(ROOT, 'build', 'e2e', 'artifacts');
 const PIPER_RATE = JSON.parse(fs.readFileSync(path.join(ROOT, 'public/models/piper-en-us-joe/en_US-joe-medium.onnx.json'), 'utf8')).audio.sample_rate;
 const QUESTION = 'What is the capital of France?';
-const PIPER_FILE = '/models/piper-en-us-joe/en_US-joe-medium.onnx';
+// the file the browser opens: pipeline.json maps the wasm provider to the int8 variant
+const PIPER_FILE = '/models/piper-en-us-joe/en_US-joe-medium.wasm.onnx';
 
 const send = (page, sel, text) => page.evaluate(([s, t]) => document.querySelector(s).send(t), [sel, text]);
 const speak = (page, sel, text) => page.evaluate(async ([s, t]) => {

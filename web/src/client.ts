@@ -2,7 +2,7 @@
 
 import type {
   ChatMessage, ControlValue, Event, ExecutionProvider, GenerationResult, LoadedInfo, Request, SearchOptions,
-  SentenceInfo, SpeechResult, StoredBundle, TensorInput, TranscriptWindow, TranscriptionResult, VoiceActivityResult,
+  SentenceInfo, ThreadChoice, SpeechResult, StoredBundle, TensorInput, TranscriptWindow, TranscriptionResult, VoiceActivityResult, WasmMemory,
 } from './protocol';
 
 export class RuntimeError extends Error {
@@ -61,6 +61,8 @@ export class RuntimeClient {
   /** The running 'listen' (its events keep coming after it resolved). */
   private listener: { id: number; onEvent: (event: SpeechEvent) => void; onError: (error: RuntimeError) => void } | null = null;
   private loads = 0;
+  /** What boot() started the worker with, until the first load. */
+  private booted: { ep?: ExecutionProvider; threads?: number } | null = null;
   private readonly loadedListeners = new Set<() => void>();
   // where cross-origin isolated, cancel is also written here, so the worker sees it at once
   private readonly cancelFlag = self.crossOriginIsolated ? new Int32Array(new SharedArrayBuffer(4)) : null;
@@ -118,6 +120,10 @@ export class RuntimeClient {
         this.pending.delete(event.id);
         pending.resolve(event.bundles);
         return;
+      case 'memory':
+        this.pending.delete(event.id);
+        pending.resolve(event.memory);
+        return;
       case 'speechDetected':
       case 'transcribed':
         this.pending.delete(event.id);
@@ -133,6 +139,10 @@ export class RuntimeClient {
         return;
       case 'speech':
         this.dispatchListen(event);
+        return;
+      case 'booted':
+        this.pending.delete(event.id);
+        pending.resolve(event.threads);
         return;
       case 'cancelled':
       case 'disposed':
@@ -155,11 +165,14 @@ export class RuntimeClient {
    * and onnxruntime-web's build (WASM or WebGPU) and thread count are chosen anew (its WebGPU
    * kernels also misbehave when a second model with another vocabulary shares a worker). */
   load(bundleUrl: string, options: LoadOptions = {}): Promise<LoadedInfo> {
-    if (this.loads++ > 0) {
+    const booted = this.booted;
+    const bootFits = !booted || ((booted.ep ?? 'wasm') === (options.ep ?? 'wasm') && booted.threads === options.threads);
+    if (this.loads++ > 0 || !bootFits) {
       this.worker.terminate();
       this.failAll('a new bundle is loading');
       this.worker = this.start();
     }
+    this.booted = null;
     const request: Request = {
       type: 'load', id: this.nextId++, bundleUrl, ep: options.ep, variant: options.variant, dtype: options.dtype,
       threads: options.threads,
@@ -168,6 +181,16 @@ export class RuntimeClient {
     return this.send<LoadedInfo>(request, (event) => {
       if (event.type === 'progress') options.onProgress?.(event);
     });
+  }
+
+  /** Start the runtime now (Pyodide, onnxruntime-web, the Python entry), before any load: the
+   * page calls it when it opens, so a load finds the runtime (nearly) up. A first load with the
+   * same ``ep`` and ``threads`` uses it; another one starts a fresh worker. Resolves with the
+   * thread count chosen (rejects if that fresh worker replaced this one first). */
+  boot(options: { ep?: ExecutionProvider; threads?: number } = {}): Promise<ThreadChoice> {
+    if (this.loads > 0) return Promise.reject(new RuntimeError('input', 'boot: a bundle was already loaded in this worker'));
+    this.booted = { ep: options.ep, threads: options.threads };
+    return this.send<ThreadChoice>({ type: 'boot', id: this.nextId++, ep: options.ep, threads: options.threads });
   }
 
   /** Generate; chat messages continue the worker's conversation state. */
@@ -286,6 +309,11 @@ export class RuntimeClient {
   onLoaded(listener: () => void): () => void {
     this.loadedListeners.add(listener);
     return () => this.loadedListeners.delete(listener);
+  }
+
+  /** The worker's wasm heap sizes now (each is its peak so far: a wasm heap never shrinks). */
+  wasmMemory(): Promise<WasmMemory> {
+    return this.send<WasmMemory>({ type: 'memory', id: this.nextId++ });
   }
 
   /** Bundles stored on this device (sizes in bytes). */

@@ -14,6 +14,7 @@ import { LoaderPanel } from './chat/loader';
 import { MessageList } from './chat/messages';
 import { SamplingControls } from './chat/sampling';
 import { initialState, type ChatState } from './chat/state';
+import { StartupLine } from './chat/startup';
 import { StatsLine } from './chat/stats';
 import { mountStoragePanel } from './storage/panel';
 
@@ -32,15 +33,16 @@ function buildView(actions: {
   const composer = new Composer(actions);
   const sampling = new SamplingControls();
   const stats = new StatsLine();
+  const startup = new StartupLine();
   const error = new ErrorBanner();
   const root = el('div', { class: 'app', 'data-testid': 'app', 'data-status': 'idle' },
     el('header', { class: 'app-header' },
       el('h1', { text: 'onnxpipe chat' }),
       el('p', { class: 'tagline', text: 'A generative ONNX pipeline running in your browser' })),
     el('div', { class: 'app-body' },
-      el('main', { class: 'chat' }, error.root, messages.root, stats.root, composer.root),
+      el('main', { class: 'chat' }, error.root, messages.root, stats.root, startup.root, composer.root),
       el('aside', { class: 'side' }, loader.root, sampling.root)));
-  return { root, loader, messages, composer, sampling, stats, error };
+  return { root, loader, messages, composer, sampling, stats, startup, error };
 }
 
 function start(): void {

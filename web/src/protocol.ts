@@ -18,6 +18,22 @@ export interface SearchOptions {
   ignore_eos?: boolean;
   suppress_tokens?: number[]; // ids never generated
   suppress_tokens_at_start?: number[]; // ids not generated as a call's first new token
+  // drafts verified several tokens per decoder pass; null turns off the bundle's default
+  speculative?: SpeculativeOptions | null;
+}
+
+export interface SpeculativeOptions {
+  method: 'prompt_lookup';
+  max_draft?: number; // draft tokens verified per pass (1..32, default 4)
+  ngram?: number; // longest n-gram looked up in the prompt and reply so far (default 3)
+}
+
+/** Speculative decoding's counts for one reply (present when it was on). */
+export interface SpeculationStats {
+  passes: number;
+  drafted: number;
+  accepted: number;
+  acceptance_rate: number;
 }
 
 export interface ChatMessage {
@@ -55,6 +71,9 @@ export type Request =
       inputs?: Record<string, TensorInput>; // other pipeline inputs (e.g. a reference voice's audio_values)
     }
   | { type: 'cancel'; id: number }
+  // start the runtime before any load (the page does at once): answered by 'booted'; a load with
+  // another ep or thread count than the boot's needs a fresh worker (client.ts does that)
+  | { type: 'boot'; id: number; ep?: ExecutionProvider; threads?: number }
   // speech to text (transcription bundles): mono samples at any rate, resampled in the worker;
   // a 'transcript' event per window of audio, then 'transcribed'
   | { type: 'transcribe'; id: number; samples: Float32Array; sampleRate: number; options?: SearchOptions }
@@ -69,7 +88,8 @@ export type Request =
   | { type: 'dispose'; id: number }
   // models kept on this device (workers/storage/): list them, or remove one (answered by 'stored')
   | { type: 'storage'; id: number; op: 'list' }
-  | { type: 'storage'; id: number; op: 'remove'; key: string };
+  | { type: 'storage'; id: number; op: 'remove'; key: string }
+  | { type: 'memory'; id: number }; // the worker's wasm heap sizes: answered by 'memory'
 
 export type ErrorKind =
   | 'config' | 'bundle' | 'input' | 'engine' | 'quota' | 'network' | 'integrity' | 'text' | 'internal';
@@ -93,6 +113,29 @@ export interface ControlInfo {
 /** A number for a number control, an option name for a choice. */
 export type ControlValue = number | string;
 
+/** WASM threads and why: asked for in the load request, the worker's rule (one per core, at
+ * most 4: workers/threads.ts), or 1 because the page is not cross-origin isolated. */
+export interface ThreadChoice {
+  threads: number;
+  reason: 'explicit' | 'rule' | 'not isolated';
+}
+
+/** One part of starting: epoch ms (performance.timeOrigin + now), so a page can place it on its
+ * own clock. pyodide: the interpreter (from a snapshot or not); onnxruntime: its wasm compiled and
+ * initialised; import: the onnxpipe wheel and entry; files: the bundle's files from storage (or
+ * the network); session: the engine sessions opened (Python's open_bundle). Some run at once. */
+export interface StartupStage {
+  name: 'pyodide' | 'onnxruntime' | 'import' | 'files' | 'session';
+  start: number;
+  end: number;
+}
+
+export interface StartupTimings {
+  stages: StartupStage[];
+  requested: number; // epoch ms the load request reached the worker
+  pythonSnapshot: 'restored' | 'made' | 'none'; // Pyodide's heap from this device's snapshot (workers/python-boot.ts)
+}
+
 export interface LoadedInfo {
   bundle: string;
   kind: 'text' | 'speech' | 'voice-activity' | 'transcription'; // speech: 'speak'; text: 'generate'; voice-activity: 'detectSpeech' or 'listen'; transcription: 'transcribe'
@@ -104,6 +147,8 @@ export interface LoadedInfo {
   hasChatTemplate: boolean;
   bootMs: number;
   threads: number; // WASM threads the runtime was started with (fixed by a worker's first load)
+  threadsReason: ThreadChoice['reason'];
+  startup: StartupTimings; // what starting the runtime and opening this bundle took
   loadMs: number; // includes warmUpMs
   warmUpMs: number; // speech bundles: one short word spoken at load so the first Speak is fast
   dtype: string | null; // the precision opened (transformers.js folders); null for other bundles
@@ -118,6 +163,7 @@ export interface GenerationResult {
   cached_tokens: number;
   prefill_ms: number;
   decode_tokens_per_s: number;
+  speculative?: SpeculationStats;
 }
 
 export interface SentenceInfo {
@@ -181,6 +227,13 @@ export interface TranscriptionResult {
   finish_reason: 'done' | 'cancelled';
 }
 
+/** Bytes of the worker's WebAssembly heaps now; a wasm heap never shrinks, so this is its peak
+ * so far. null: that runtime has not started yet. */
+export interface WasmMemory {
+  ortBytes: number | null; // onnxruntime-web's heap (model weights, tensors)
+  pythonBytes: number | null; // Pyodide's heap
+}
+
 /** A bundle stored on this device (workers/storage/catalog.ts). */
 export interface StoredBundle {
   key: string; // its storage folder: pass it to remove
@@ -214,8 +267,10 @@ export type Event =
     }
   | { type: 'spoken'; id: number; result: SpeechResult; wav: Uint8Array } // 16-bit PCM WAV of all of it
   | { type: 'cancelled'; id: number }
+  | { type: 'booted'; id: number; threads: ThreadChoice } // answers 'boot' once the runtime is up
   | { type: 'disposed'; id: number }
   | { type: 'stored'; id: number; bundles: StoredBundle[] } // after a storage request
+  | { type: 'memory'; id: number; memory: WasmMemory } // answers 'memory'
   | { type: 'listening'; id: number; sampleRate: number } // answers 'listen'
   | {
       // speech heard by a 'listen': start (``end`` null) or end, in seconds of the capture

@@ -57,10 +57,18 @@ class NativeBackend:
     name = "native"
     supports_bound_outputs = True
 
-    def __init__(self, threads: int | None = None):
+    def __init__(self, threads: int | None = None, spinning: bool = False):
+        """``threads``: intra-op threads per session (None: onnxruntime's default, one per core);
+        ``spinning``: whether idle pool threads spin between ops (onnxruntime's default is on).
+        Off by default: measured on 2 cores (bench/decode_speed.py --busy), SmolLM2 int4 decodes
+        at 1.21x onnxruntime-genai with spinning and 1.05x without on a quiet machine, but at
+        0.49x with spinning and 0.93x without while another process keeps one core busy: a
+        spinning pool thread fights that process for the core. A bundle's own session_options
+        win over both."""
         available = set(ort.get_available_providers())
         self.providers = tuple(k for k, v in PROVIDER_NAMES.items() if v in available)
         self.threads = threads
+        self.spinning = spinning
         self._graphs: dict[tuple[str, str], NativeSession] = {}
 
     # ---- sessions ----------------------------------------------------------------------
@@ -69,6 +77,7 @@ class NativeBackend:
         so = ort.SessionOptions()
         if self.threads:
             so.intra_op_num_threads = self.threads
+        so.add_session_config_entry("session.intra_op.allow_spinning", "1" if self.spinning else "0")
         for key, value in options.items():
             if key == "provider_options":
                 continue

@@ -16,6 +16,7 @@ LOOP_MODES = ("batched", "per_image")
 KV_FORMATS = ("auto", "separate", "combined", "shared_buffer")
 POSITION_STRATEGIES = ("auto", "default", "mrope_3d", "windowed")
 GENERATION_LOOPS = ("autoregressive", "single_pass", "streaming", "denoising")
+SPECULATIVE_METHODS = ("prompt_lookup",)   # search/speculative.py's DRAFTERS
 DTYPES = ("float32", "float16", "int64", "int32", "int8", "uint8", "bool")
 
 
@@ -284,6 +285,15 @@ class SuppressTokens:
 
 
 @dataclass(frozen=True)
+class Speculative:
+    """Draft tokens verified several at a time in one decoder pass (search/speculative.py)."""
+
+    method: str = spec(None, "where drafts come from", choices=SPECULATIVE_METHODS, required=True)
+    max_draft: int = spec(4, "most draft tokens verified per pass (1..32)")
+    ngram: int = spec(3, "longest n-gram looked up in the ids so far (then shorter ones, down to 1)")
+
+
+@dataclass(frozen=True)
 class Generation:
     loop: str = spec("autoregressive", "loop strategy", choices=GENERATION_LOOPS)
     streaming: Streaming | None = spec(None, "chunked input of the streaming loop")
@@ -292,6 +302,7 @@ class Generation:
     sampling: Sampling = spec(doc="search defaults", factory=Sampling)
     stop: Stop = spec(doc="stopping criteria", factory=Stop)
     suppress_tokens: SuppressTokens | None = spec(None, "ids masked out in the sampler graph")
+    speculative: Speculative | None = spec(None, "speculative decoding (a search default; per call too)")
     num_steps: int = spec(0, "denoising steps")
     scheduler: str | None = spec(None, "denoising scheduler")
     guidance_scale: float = spec(1.0, "classifier-free guidance")

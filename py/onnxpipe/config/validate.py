@@ -58,7 +58,9 @@ def validate_spec(spec: PipelineSpec, file: str, bundle_dir: str | None = None) 
     check_declarations(pipe.inputs, file)
     from ..loops.streaming import check_config      # here, not at the top: loops import config
     from ..speech.segments import check_declaration
+    from ..search import speculative
     check_config(spec, file)
+    speculative.check_config(spec, file)
     check_declaration(spec, file)
     if bundle_dir is not None:
         _check_files(spec, file, bundle_dir)

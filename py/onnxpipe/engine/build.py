@@ -13,6 +13,7 @@ from ..config.load import LoadedConfig
 from ..config.schema import PipelineSpec
 from ..errors import ConfigError
 from ..loops import loop_for
+from ..search import speculative
 from ..state.cache_branch import CacheBranch
 from ..state.cross_cache import CrossCache, cross_names
 from ..state.kv_cache import KVCache, discover
@@ -142,6 +143,7 @@ def assemble(config: LoadedConfig, backend, providers=None, variant=None) -> Ass
         _keep(plan, spec.pipeline.output.session, spec.pipeline.output.name)
     loop.check_plan(spec, plan, config.file)
     executor = Executor(backend, plan, components)
+    speculative.check_state(spec, executor, config.file)
     plugin = load_plugin(config, backend, sessions, executor.values)
     executor.use_plugin(plugin)
     for session, name in plugin_reads(plugin):

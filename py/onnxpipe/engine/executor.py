@@ -152,6 +152,10 @@ class Executor:
         self.length = length
         return True
 
+    def cannot_rewind(self) -> str | None:
+        """Why the state can't drop positions it just took in, or None when it can."""
+        return next((why for why in (c.cannot_rewind() for c in self.components) if why), None)
+
     def reset(self) -> None:
         for comp in self.components:
             comp.reset()

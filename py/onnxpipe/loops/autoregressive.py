@@ -12,8 +12,26 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
+from ..errors import InputError
 from ..search.options import SearchOptions
+from ..search.speculative import DraftWindow, drafter_for
 from .base import LoopStrategy
+
+
+@dataclass
+class Speculation:
+    """Speculative decoding's counts for one generation (zeros when it was off)."""
+    passes: int = 0       # decoder passes that verified drafts
+    drafted: int = 0      # draft tokens fed
+    accepted: int = 0     # draft tokens the model confirmed
+
+    @property
+    def acceptance_rate(self) -> float:
+        return self.accepted / self.drafted if self.drafted else 0.0
+
+    def to_dict(self) -> dict:
+        return {"passes": self.passes, "drafted": self.drafted, "accepted": self.accepted,
+                "acceptance_rate": round(self.acceptance_rate, 4)}
 
 
 @dataclass
@@ -22,6 +40,7 @@ class Timing:
     decode_s: float = 0.0
     decode_tokens: int = 0
     marks: list = field(default_factory=list)
+    speculation: Speculation | None = None   # set by a loop that verifies drafts
 
     @property
     def prefill_ms(self) -> float:
@@ -48,46 +67,116 @@ class Autoregressive(LoopStrategy):
         self.timing = timing or Timing()
         self.extra = extra or {}
         self.final_outputs: dict[str, Any] = {}   # what the final flow made, once finished
+        self._offset = 0
+        self.drafter = None
+        if options.speculative is not None:
+            why = executor.cannot_rewind()
+            if why:
+                raise InputError(f"speculative decoding drops the positions of rejected drafts, but {why}: "
+                                 f"call without speculative")
+            self.drafter = drafter_for(options.speculative)
+            self.window = DraftWindow(options.speculative.max_draft)
+            self.timing.speculation = Speculation()
 
     def run(self, history: list[int], new_ids: list[int]) -> Iterator[tuple[int, str | None]]:
         """Feed ``new_ids`` after ``history`` (ids already in the state), then generate.
 
         ``history`` is extended in place with every id the state has taken in, so a caller
-        that stops early still holds a history that matches the state.
+        that stops early still holds a history that matches the state. With a drafter, each
+        pass after the first feeds the last token plus a draft and keeps the tokens the model
+        picks at every position up to the first that differs from the draft: the same tokens
+        as one pass per token, fewer passes.
         """
         executor, options, timing, extra = self.executor, self.options, self.timing, self.extra
         generated: list[int] = []
         budget = options.max_new_tokens if options.max_new_tokens is not None else options.max_length
         produced = 0
         start = time.perf_counter()
-        penalty_ids = getattr(executor.plugin, "penalty_ids", None)
         if executor.has_phase("init"):
             executor.run_phase("init", {**extra, "input_ids": (new_ids, (1, len(new_ids)))})
         feed = new_ids
-        while True:
-            outs = executor.run_phase("step", {**extra, "input_ids": (feed, (1, len(feed)))},
-                                      new_length=len(feed))
-            history.extend(feed)
-            token = self.sampler(outs["logits"], penalty_ids(history, generated) if penalty_ids else history,
-                                 start=not generated)
-            produced += 1
-            now = time.perf_counter()
-            if produced == 1:
-                timing.prefill_s = now - start
-            else:
-                timing.decode_s += now - start
-                timing.decode_tokens += 1
-            start = now
-            finish = None
-            if token in self.stop and len(history) + 1 > options.min_length:
-                finish = "stop"
-            elif produced >= budget or len(history) + 1 >= options.max_length:
-                finish = "length"
-            generated.append(token)
-            if finish and executor.has_phase("final"):
-                self.final_outputs = executor.run_phase(
-                    "final", {**extra, "generated_ids": (generated, (1, len(generated)))})
-            yield token, finish
-            if finish:
-                return
-            feed = [token]
+        try:
+            while True:
+                draft = self._draft(history + feed, budget - produced - 1,
+                                    options.max_length - len(history) - len(feed) - 1) if generated else []
+                fed = feed + draft
+                outs = executor.run_phase("step", {**extra, "input_ids": (fed, (1, len(fed)))},
+                                          new_length=len(fed))
+                history.extend(feed)
+                if not generated:   # positions a plugin added that the history doesn't count
+                    self._offset = executor.length - len(history) - len(draft)
+                tokens = self._verify(outs["logits"], history, generated, draft) if draft else \
+                    [self._pick(outs["logits"], history, generated)]
+                for j, token in enumerate(tokens):
+                    if j:
+                        history.append(tokens[j - 1])   # a confirmed draft token: the state holds it
+                    produced += 1
+                    now = time.perf_counter()
+                    if produced == 1:
+                        timing.prefill_s = now - start
+                    else:
+                        timing.decode_s += now - start
+                        timing.decode_tokens += 1
+                    start = now
+                    finish = None
+                    if token in self.stop and len(history) + 1 > options.min_length:
+                        finish = "stop"
+                    elif produced >= budget or len(history) + 1 >= options.max_length:
+                        finish = "length"
+                    generated.append(token)
+                    if finish:
+                        self._rewind(history)
+                        if executor.has_phase("final"):
+                            self.final_outputs = executor.run_phase(
+                                "final", {**extra, "generated_ids": (generated, (1, len(generated)))})
+                        yield token, finish
+                        return
+                    yield token, None
+                self._rewind(history)   # positions of rejected drafts go
+                feed = [tokens[-1]]
+        finally:   # a caller that stops early (or an error) leaves the state matching ``history``
+            self._rewind(history)
+
+    # ---- one token, or a draft verified --------------------------------------------------------
+
+    def _pick(self, logits, history: list[int], generated: list[int]) -> int:
+        penalty_ids = getattr(self.executor.plugin, "penalty_ids", None)
+        return self.sampler(logits, penalty_ids(history, generated) if penalty_ids else history,
+                            start=not generated)
+
+    def _draft(self, ids: list[int], budget: int, room: int) -> list[int]:
+        """A draft to verify after ``ids``: no longer than the token budget or the context allow."""
+        limit = min(self.window.limit(), budget, room) if self.drafter else 0
+        return self.drafter.propose(ids, limit) if limit > 0 else []
+
+    def _verify(self, logits, history: list[int], generated: list[int], draft: list[int]) -> list[int]:
+        """The model's token at each fed position, up to and including the first that differs
+        from ``draft`` (all of them plus one more when the whole draft holds)."""
+        shape = self.executor.backend.shape(logits)
+        if len(shape) != 3 or shape[1] != len(draft) + 1:
+            raise InputError(f"speculative decoding needs logits for every fed token: {len(draft) + 1} "
+                             f"were fed and the logits have shape {list(shape)}; call without speculative")
+        penalty_ids = getattr(self.executor.plugin, "penalty_ids", None)
+        rows = []
+        for i in range(len(draft) + 1):
+            seen, made = history + draft[:i], generated + draft[:i]
+            rows.append(penalty_ids(seen, made) if penalty_ids else seen)
+        picked = self.sampler.rows(logits, rows)
+        accepted = 0
+        while accepted < len(draft) and picked[accepted] == draft[accepted]:
+            accepted += 1
+        self.sampler.unread(len(draft) - accepted)   # draws of discarded positions come back
+        self.window.update(len(draft), accepted)
+        stats = self.timing.speculation
+        stats.passes += 1
+        stats.drafted += len(draft)
+        stats.accepted += accepted
+        return picked[:accepted + 1]
+
+    def _rewind(self, history: list[int]) -> None:
+        """Drop positions the state took in past ``history`` (rejected or unused drafts). Only
+        drafts leave such positions, and only on states checked to rewind; if one still
+        refuses, the state no longer matches ``history`` and a chat starts over (conversation.py)."""
+        target = len(history) + self._offset
+        if self.drafter is not None and self.executor.length > target:
+            self.executor.rewind(target)

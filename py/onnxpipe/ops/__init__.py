@@ -5,7 +5,7 @@ so they can be built inside Pyodide, where neither numpy nor ``onnx`` exist. Eve
 returns model bytes, cached per argument tuple, for the backend to open as a session.
 """
 
-from .kv import grow_seq_graph, slice_seq_graph, zeros_graph
+from .kv import grow_seq_graph, slice_seq_many_graph, zeros_graph
 from .proto import Graph, Tensor
 from .sampler import greedy_graph, reference_greedy_token, reference_next_token, sampling_graph
 
@@ -17,6 +17,6 @@ __all__ = [
     "reference_greedy_token",
     "reference_next_token",
     "sampling_graph",
-    "slice_seq_graph",
+    "slice_seq_many_graph",
     "zeros_graph",
 ]

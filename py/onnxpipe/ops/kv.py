@@ -11,7 +11,7 @@ from functools import lru_cache
 
 from .proto import Graph, Tensor
 
-__all__ = ["grow_seq_graph", "slice_seq_graph", "zeros_graph"]
+__all__ = ["grow_seq_graph", "slice_seq_many_graph", "zeros_graph"]
 
 _CACHE_DTYPES = ("float32", "float16")
 _DIMS_IN = ["batch", "heads", "seq", "head_dim"]
@@ -23,20 +23,25 @@ def _check(dtype: str) -> None:
 
 
 @lru_cache(maxsize=None)
-def slice_seq_graph(dtype: str = "float32") -> bytes:
-    """Rewind a cache: ``y = x[:, :, :length, :]``.
+def slice_seq_many_graph(dtype: str, count: int) -> bytes:
+    """Rewind ``count`` caches in one run (one engine call, not one per tensor: in the browser
+    each call crosses from Python to JavaScript): ``y{i} = x{i}[:, :, :length, :]``.
 
-    Inputs: ``x`` [B, H, T, D], ``length`` int64[1] (0 <= length; values past T keep all of T).
-    Output: ``y`` [B, H, length, D].
+    Inputs: ``x0`` .. ``x{count-1}`` [B, H, T, D] (each its own dims), ``length`` int64[1].
+    Outputs: ``y0`` .. ``y{count-1}`` [B, H, length, D].
     """
     _check(dtype)
-    g = Graph("slice_seq")
-    g.input("x", dtype, _DIMS_IN)
+    if count < 1:
+        raise ValueError(f"count: expected >= 1, got {count!r}")
+    g = Graph("slice_seq_many")
     g.input("length", "int64", [1])
     g.const("start0", [0], "int64", [1])
     g.const("axis2", [2], "int64", [1])
-    g.node("Slice", ["x", "start0", "length", "axis2"], "y")
-    g.output("y", dtype, ["batch", "heads", "length", "head_dim"])
+    for i in range(count):
+        dims = [f"{d}_{i}" for d in _DIMS_IN]
+        g.input(f"x{i}", dtype, dims)
+        g.node("Slice", [f"x{i}", "start0", "length", "axis2"], f"y{i}")
+        g.output(f"y{i}", dtype, [dims[0], dims[1], "length", dims[3]])
     return g.to_bytes()
 
 

@@ -7,7 +7,9 @@ per row comes back to Python.
 Inputs (``B`` batch, ``S`` positions, ``V`` vocabulary):
 
 - ``logits``: [B, S, V] (``logits_rank=3``; the LAST position is used, so S may be 1 or the
-  prompt length) or [B, V] (``logits_rank=2``), dtype float32 or float16.
+  prompt length) or [B, V] (``logits_rank=2``), dtype float32 or float16. With
+  ``every_position`` (rank 3 only) each of the B x S positions is a row of its own, in order:
+  a speculative pass picks one token per verified position at once.
 - ``penalty`` f32[1] and ``prev_tokens`` int64[B, N] (N >= 1), when ``with_penalty``; a row
   with fewer ids can repeat one of them (duplicates count once).
 - ``suppress_ids`` int64[M] (M >= 1), when ``with_suppress``: ids no row may pick (the same
@@ -69,7 +71,9 @@ _TOP_P_FLOOR = 1e-30
 _CANDIDATES = 256
 
 
-def _check(logits_dtype: str, logits_rank: int) -> None:
+def _check(logits_dtype: str, logits_rank: int, every_position: bool = False) -> None:
+    if every_position and logits_rank != 3:
+        raise ValueError("every_position needs logits_rank 3 ([B, S, V])")
     if logits_dtype not in _LOGITS_DTYPES:
         raise ValueError(f"logits_dtype: expected one of {_LOGITS_DTYPES}, got {logits_dtype!r}")
     if logits_rank not in (2, 3):
@@ -77,11 +81,15 @@ def _check(logits_dtype: str, logits_rank: int) -> None:
 
 
 def _scores(g: Graph, logits_dtype: str, logits_rank: int, with_penalty: bool,
-            with_suppress: bool = False) -> str:
+            with_suppress: bool = False, every_position: bool = False) -> str:
     """Declare logits (+ penalty and suppression inputs); return the float32 [B, V] scores."""
     dims = ["batch", "seq", "vocab"] if logits_rank == 3 else ["batch", "vocab"]
     x = g.input("logits", logits_dtype, dims)
-    if logits_rank == 3:
+    if every_position:
+        g.const("rows_lead", [-1], "int64", [1])
+        shape = g.node("Concat", ["rows_lead", g.node("Shape", [x], "rows_vocab", start=-1)], "rows_shape", axis=0)
+        x = g.node("Reshape", [x, shape], "row_logits")
+    elif logits_rank == 3:
         g.const("last", [-1], "int64", [])
         x = g.node("Gather", [x, "last"], "last_logits", axis=1)
     if logits_dtype != "float32":
@@ -120,20 +128,22 @@ def _penalize_graph(g: Graph, x: str) -> str:
 
 
 def greedy_graph(logits_dtype: str = "float32", with_penalty: bool = False,
-                 logits_rank: int = 3, with_suppress: bool = False) -> bytes:
+                 logits_rank: int = 3, with_suppress: bool = False, every_position: bool = False) -> bytes:
     """Argmax over the last position (after the optional repetition penalty and suppression).
 
     Inputs: ``logits`` (+ ``penalty``, ``prev_tokens``; + ``suppress_ids``). Output:
     ``next_tokens`` int64[B].
     """
-    _check(logits_dtype, logits_rank)
-    return _greedy_graph(logits_dtype, bool(with_penalty), int(logits_rank), bool(with_suppress))
+    _check(logits_dtype, logits_rank, every_position)
+    return _greedy_graph(logits_dtype, bool(with_penalty), int(logits_rank), bool(with_suppress),
+                         bool(every_position))
 
 
 @lru_cache(maxsize=None)
-def _greedy_graph(logits_dtype: str, with_penalty: bool, logits_rank: int, with_suppress: bool) -> bytes:
+def _greedy_graph(logits_dtype: str, with_penalty: bool, logits_rank: int, with_suppress: bool,
+                  every_position: bool) -> bytes:
     g = Graph("greedy")
-    x = _scores(g, logits_dtype, logits_rank, with_penalty, with_suppress)
+    x = _scores(g, logits_dtype, logits_rank, with_penalty, with_suppress, every_position)
     g.node("ArgMax", [x], "next_tokens", axis=-1, keepdims=0, select_last_index=0)
     g.output("next_tokens", "int64", ["batch"])
     return g.to_bytes()
@@ -239,21 +249,23 @@ def _topk_unsorted_branch(x: str) -> Graph:
 
 
 def sampling_graph(logits_dtype: str = "float32", with_penalty: bool = False,
-                   logits_rank: int = 3, with_suppress: bool = False) -> bytes:
+                   logits_rank: int = 3, with_suppress: bool = False, every_position: bool = False) -> bytes:
     """Temperature / top-k / top-p / min-p sampling driven by a caller-drawn uniform.
 
     Inputs: ``logits``, ``temperature``, ``top_k``, ``top_p``, ``min_p``, ``uniform``
     (+ ``penalty``, ``prev_tokens``; + ``suppress_ids``). Output: ``next_tokens`` int64[B].
     See the module docstring for the exact semantics.
     """
-    _check(logits_dtype, logits_rank)
-    return _sampling_graph(logits_dtype, bool(with_penalty), int(logits_rank), bool(with_suppress))
+    _check(logits_dtype, logits_rank, every_position)
+    return _sampling_graph(logits_dtype, bool(with_penalty), int(logits_rank), bool(with_suppress),
+                           bool(every_position))
 
 
 @lru_cache(maxsize=None)
-def _sampling_graph(logits_dtype: str, with_penalty: bool, logits_rank: int, with_suppress: bool) -> bytes:
+def _sampling_graph(logits_dtype: str, with_penalty: bool, logits_rank: int, with_suppress: bool,
+                    every_position: bool) -> bytes:
     g = Graph("sampling")
-    x = _scores(g, logits_dtype, logits_rank, with_penalty, with_suppress)
+    x = _scores(g, logits_dtype, logits_rank, with_penalty, with_suppress, every_position)
     for name in ("temperature", "top_k", "top_p", "min_p"):
         g.input(name, "int64" if name == "top_k" else "float32", [1])
     g.input("uniform", "float32", ["batch"])

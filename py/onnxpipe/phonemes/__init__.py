@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..errors import ConfigError, EngineError, InputError
 from .engines import ENGINES, SPEC_PATH
@@ -28,6 +28,9 @@ class PhonemeSentence:
     text: str          # the sentence's source text (whitespace collapsed)
     phonemes: str      # what was mapped: normalized IPA with Piper's punctuation
     ids: list[int]     # bos pad (phoneme pad)* eos (no pads when pad is null)
+    # another sentence follows (its audio wants the sentence pause first); False at the end and
+    # after a clause cut off as the lead piece (the voice pauses there by itself)
+    pause_after: bool = field(default=False, compare=False)
 
 
 def _is_id(value) -> bool:
@@ -97,47 +100,83 @@ class Phonemizer:
         return any(c in self.id_map and not c.isspace() and c not in self._marks for c in phonemes)
 
     def sentences(self, text: str) -> list[PhonemeSentence]:
+        return list(self.iter_sentences(text))
+
+    def iter_sentences(self, text: str, lead: int = 0, lead_min: int = 0):
+        """The sentences of ``text`` as they are phonemized: the first alone (so its audio can
+        start before the rest is phonemized), then the rest in one engine call. With ``lead`` >
+        0, a first sentence of more phonemes than that (counted in its phoneme string, the same
+        for every voice's id scheme) is cut after its first clauses (as few as make ``lead_min``
+        phonemes) so the first audio comes sooner; the cut is between clauses, where the voice
+        pauses anyway. ``warnings`` is complete once the
+        iteration ends; a text with nothing to speak raises at the end."""
         if not isinstance(text, str) or not text.strip():
             raise InputError("text: expected some words to speak, found an empty text")
         spec = self.spec
         self.warnings = list(self._load_warnings)
         chunked = split_text(text, spec.clause_punctuation, spec.sentence_punctuation)
-        flat = [chunk.text for sentence in chunked for chunk in sentence]
-        raws = list(self.engine.phonemize(spec.voice, flat)) if flat else []
-        if len(raws) != len(flat):
-            raise EngineError(f"phonemizer {spec.engine}: expected {len(flat)} outputs, found {len(raws)}")
-        pending = iter(raws)
-        out, dropped, skipped = [], Counter(), []
-        pieces = []
-        for sentence in chunked:
-            parts = [(clean(next(pending)), chunk.terminator) for chunk in sentence]
-            pieces.extend(self._fit(sentence, parts))
-        for chunks, parts in pieces:
-            source = " ".join(chunk.text for chunk in chunks)
-            phonemes, ids, missing = self._ids(parts)
-            if spec.max_ids and len(ids) > spec.max_ids:
-                raise InputError(f"text: {source[:60]!r} makes {len(ids)} phoneme ids with no clause "
-                                 f"punctuation to split it at; this voice takes at most {spec.max_ids} "
-                                 f"({SPEC_PATH}.max_ids): add a comma or a full stop")
-            if missing and spec.unknown == "error":
-                c = missing[0]
-                raise InputError(f'text: phoneme "{c}" (U+{ord(c):04X}) of the sentence {source!r} is not in the '
-                                 f'id map {spec.id_map}; set {SPEC_PATH}.unknown to "drop" to leave it out')
-            dropped.update(missing)
-            if not self._speaks(phonemes):
-                skipped.append(source)
-                continue
-            out.append(PhonemeSentence(source, phonemes, ids))
+        dropped: Counter = Counter()
+        skipped: list[str] = []
+        made = 0
+        for number, batch in enumerate((chunked[:1], chunked[1:])):
+            flat = [chunk.text for sentence in batch for chunk in sentence]
+            raws = list(self.engine.phonemize(spec.voice, flat)) if flat else []
+            if len(raws) != len(flat):
+                raise EngineError(f"phonemizer {spec.engine}: expected {len(flat)} outputs, found {len(raws)}")
+            pending = iter(raws)
+            pieces = []
+            for sentence in batch:
+                parts = [(clean(next(pending)), chunk.terminator) for chunk in sentence]
+                pieces.extend((chunks, parts, True) for chunks, parts in self._fit(sentence, parts))
+            if number == 0 and lead > 0 and pieces:
+                cut = self._lead(*pieces[0][:2], lead, lead_min)
+                pieces[:1] = [(chunks, parts, i == len(cut) - 1) for i, (chunks, parts) in enumerate(cut)]
+            made_here = [(self._piece(chunks, parts, dropped, skipped), pause) for chunks, parts, pause in pieces]
+            spoken = [(s, pause) for s, pause in made_here if s is not None]
+            # the rest of the text is not phonemized yet: a sentence with a letter or digit follows
+            more = number == 0 and any(any(c.isalnum() for chunk in sentence for c in chunk.text)
+                                       for sentence in chunked[1:])
+            for i, (sentence, pause) in enumerate(spoken):
+                made += 1
+                yield PhonemeSentence(sentence.text, sentence.phonemes, sentence.ids,
+                                      pause_after=pause and (i < len(spoken) - 1 or more))
         if dropped:
             listed = ", ".join(f'"{c}" U+{ord(c):04X} ({n}x)' for c, n in dropped.most_common())
             self.warnings.append(f"phonemes missing from the id map {spec.id_map} were left out: {listed}")
-        if not out:
+        if not made:
             raise InputError(f"text: nothing to speak in {text.strip()[:80]!r}: the phonemizer found no "
                              "sounds in it (only punctuation, symbols or spaces?)")
         if skipped:
             self.warnings.append("skipped, nothing to speak: " + ", ".join(repr(s[:40]) for s in skipped))
-        return out
 
+    def _piece(self, chunks: list, parts: list, dropped: Counter, skipped: list) -> PhonemeSentence | None:
+        """One piece's ids, checked; None (and noted in ``skipped``) when it has no sounds."""
+        spec = self.spec
+        source = " ".join(chunk.text for chunk in chunks)
+        phonemes, ids, missing = self._ids(parts)
+        if spec.max_ids and len(ids) > spec.max_ids:
+            raise InputError(f"text: {source[:60]!r} makes {len(ids)} phoneme ids with no clause "
+                             f"punctuation to split it at; this voice takes at most {spec.max_ids} "
+                             f"({SPEC_PATH}.max_ids): add a comma or a full stop")
+        if missing and spec.unknown == "error":
+            c = missing[0]
+            raise InputError(f'text: phoneme "{c}" (U+{ord(c):04X}) of the sentence {source!r} is not in the '
+                             f'id map {spec.id_map}; set {SPEC_PATH}.unknown to "drop" to leave it out')
+        dropped.update(missing)
+        if not self._speaks(phonemes):
+            skipped.append(source)
+            return None
+        return PhonemeSentence(source, phonemes, ids)
+
+    def _lead(self, chunks: list, parts: list, lead: int, lead_min: int) -> list[tuple[list, list]]:
+        """The piece cut in two after its first clauses that make ``lead_min`` phonemes, when it
+        has more than ``lead`` phonemes and a clause is left after the cut; else unchanged."""
+        if len(parts) < 2 or len(self._ids(parts)[0]) <= lead:
+            return [(chunks, parts)]
+        for cut in range(1, len(parts)):
+            if len(self._ids(parts[:cut])[0]) >= lead_min:
+                return [(chunks[:cut], parts[:cut]), (chunks[cut:], parts[cut:])]
+        return [(chunks, parts)]
 
     def _ids(self, parts: list[tuple[str, str]]) -> tuple[str, list[int], list[str]]:
         phonemes = normalize(assemble(parts, self.spec.clause_punctuation), self.spec.normalize)

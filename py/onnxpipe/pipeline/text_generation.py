@@ -33,12 +33,16 @@ class GenerationResult:
     prefill_ms: float = 0.0
     decode_tokens_per_s: float = 0.0
     warnings: list[str] = field(default_factory=list)
+    speculative: dict | None = None    # passes, drafted, accepted, acceptance_rate (when on)
 
     def to_dict(self) -> dict:
-        return {"tokens": self.tokens, "text": self.text, "finish_reason": self.finish_reason,
-                "prompt_tokens": self.prompt_tokens, "cached_tokens": self.cached_tokens,
-                "prefill_ms": round(self.prefill_ms, 3),
-                "decode_tokens_per_s": round(self.decode_tokens_per_s, 3)}
+        out = {"tokens": self.tokens, "text": self.text, "finish_reason": self.finish_reason,
+               "prompt_tokens": self.prompt_tokens, "cached_tokens": self.cached_tokens,
+               "prefill_ms": round(self.prefill_ms, 3),
+               "decode_tokens_per_s": round(self.decode_tokens_per_s, 3)}
+        if self.speculative is not None:
+            out["speculative"] = self.speculative
+        return out
 
 
 class TextGeneration:
@@ -163,4 +167,5 @@ class TextGeneration:
                 finish = "cancelled"
                 break
         return GenerationResult(tokens, "".join(parts), finish, prompt_len, prompt_len - len(new_ids),
-                                timing.prefill_ms, timing.decode_tokens_per_s, list(self.loaded.warnings))
+                                timing.prefill_ms, timing.decode_tokens_per_s, list(self.loaded.warnings),
+                                timing.speculation.to_dict() if timing.speculation else None)

@@ -6,8 +6,9 @@ import dataclasses
 import os
 from dataclasses import dataclass
 
-from ..config.schema import Generation
+from ..config.schema import Generation, Speculative
 from ..errors import InputError, choices_text, nearest
+from .speculative import from_call
 
 _ALIASES = {"seed": "random_seed", "stop": "stop_strings", "max_tokens": "max_new_tokens"}
 _ID_LISTS = ("stop_token_ids", "suppress_tokens", "suppress_tokens_at_start")
@@ -33,6 +34,7 @@ class SearchOptions:
     ignore_eos: bool = False
     suppress_tokens: tuple[int, ...] = ()            # never picked (masked in the sampler graph)
     suppress_tokens_at_start: tuple[int, ...] = ()   # not picked as a call's first new token
+    speculative: Speculative | None = None           # drafts verified k at a time (search/speculative.py)
 
     @property
     def seed(self) -> int:
@@ -52,7 +54,8 @@ def defaults_from(generation: Generation) -> SearchOptions:
         max_length=generation.max_length, min_length=generation.min_length,
         stop_strings=generation.stop.strings, stop_token_ids=generation.stop.token_ids,
         suppress_tokens=suppress.always if suppress else (),
-        suppress_tokens_at_start=suppress.at_start if suppress else ())
+        suppress_tokens_at_start=suppress.at_start if suppress else (),
+        speculative=generation.speculative)
 
 
 def _type_ok(name: str, value) -> bool:
@@ -77,6 +80,9 @@ def resolve(base: SearchOptions, overrides: dict) -> SearchOptions:
             hint = nearest(raw_name, list(FIELDS) + list(_ALIASES))
             tip = f' Did you mean "{hint}"?' if hint else ""
             raise InputError(f'unknown search option "{raw_name}".{tip} Valid options: {choices_text(FIELDS)}')
+        if name == "speculative":
+            changes[name] = from_call(value)
+            continue
         if name in _ID_LISTS or name == "stop_strings":
             value = tuple([value] if isinstance(value, (str, int)) else value or ())
             if name in _ID_LISTS and not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0

@@ -2,7 +2,10 @@
 
 ``make_sampler`` chooses the strategy in one place; each call sends the logits handle plus
 a few scalars (a uniform draw from a seeded Python RNG, so the same seed gives the same
-tokens on every engine) and reads back one token id.
+tokens on every engine) and reads back one token id. ``rows`` picks one token per position of
+a speculative pass; each row takes the next uniform in the same order one-token calls would,
+and ``unread`` hands back the ones whose positions were discarded, so a seed gives the same
+draws whether tokens come one by one or verified in a batch.
 """
 
 from __future__ import annotations
@@ -22,21 +25,40 @@ class Sampler:
         self.vocab = logits_info.shape[-1] if isinstance(logits_info.shape[-1], int) else None
         penalty = options.repetition_penalty != 1.0
         self.penalty = penalty
-        build = graphs.sampling_graph if options.do_sample else graphs.greedy_graph
-        self.graph = backend.open_graph(
-            build(logits_dtype=logits_info.dtype, with_penalty=penalty, logits_rank=self.rank), provider)
+        self.provider = provider
+        self.dtype = logits_info.dtype
+        self.graph = self._open(with_suppress=False, every_position=False)
         # suppressed ids: one graph with a suppress_ids input, fed the list for this position
         start = tuple(dict.fromkeys(options.suppress_tokens + options.suppress_tokens_at_start))
         if self.vocab is not None and any(i >= self.vocab for i in start):
             raise InputError(f"suppress_tokens: {[i for i in start if i >= self.vocab][:5]} outside the "
                              f"vocabulary (0..{self.vocab - 1})")
         self.suppress = {True: start, False: tuple(options.suppress_tokens)}
-        self.suppress_graph = backend.open_graph(
-            build(logits_dtype=logits_info.dtype, with_penalty=penalty, logits_rank=self.rank,
-                  with_suppress=True), provider) if start else None
+        self.suppress_graph = self._open(with_suppress=True, every_position=False) if start else None
+        self._row_graphs: dict[bool, object] = {}
         self._suppress_ids: dict[bool, object] = {}
         self.rng = random.Random(options.seed)
+        self._unread: list[float] = []     # draws handed back by ``unread``, used first
+        self._last_draws: list[float] = []
         self.fixed: dict | None = None
+
+    def _open(self, with_suppress: bool, every_position: bool):
+        build = graphs.sampling_graph if self.options.do_sample else graphs.greedy_graph
+        return self.backend.open_graph(
+            build(logits_dtype=self.dtype, with_penalty=self.penalty, logits_rank=self.rank,
+                  with_suppress=with_suppress, every_position=every_position), self.provider)
+
+    def _draw(self, count: int) -> list[float]:
+        draws = self._unread[:count]
+        del self._unread[:count]
+        draws += [self.rng.random() for _ in range(count - len(draws))]
+        self._last_draws = draws
+        return draws
+
+    def unread(self, count: int) -> None:
+        """Hand back the last ``count`` draws of the latest call: the next calls take them first."""
+        if count > 0 and self.options.do_sample:
+            self._unread[:0] = self._last_draws[len(self._last_draws) - count:]
 
     def _fixed_inputs(self, logits) -> dict:
         o, b = self.options, self.backend
@@ -70,7 +92,7 @@ class Sampler:
         feeds = dict(self.fixed)
         feeds["logits"] = logits
         if self.options.do_sample:
-            feeds["uniform"] = b.tensor([self.rng.random()], "float32", (1,))
+            feeds["uniform"] = b.tensor(self._draw(1), "float32", (1,))
         if self.penalty:
             seen = history or [0]
             feeds["prev_tokens"] = b.tensor(seen, "int64", (1, len(seen)))
@@ -81,3 +103,30 @@ class Sampler:
         token = b.to_list(out)[0]
         b.dispose(out)
         return token
+
+    def rows(self, logits, histories: list[list[int]]) -> list[int]:
+        """One token per position of ``logits`` [1, S, V] (S == len(histories)); row i sees
+        ``histories[i]`` for the repetition penalty. Never a call's first token (no
+        ``suppress_tokens_at_start``)."""
+        b = self.backend
+        if self.fixed is None:
+            self.fixed = self._fixed_inputs(logits)
+        count = len(histories)
+        feeds = dict(self.fixed)
+        feeds["logits"] = logits
+        if self.options.do_sample:
+            feeds["uniform"] = b.tensor(self._draw(count), "float32", (count,))
+        if self.penalty:
+            rows = [h or [0] for h in histories]
+            width = max(len(r) for r in rows)
+            padded = [v for r in rows for v in r + [r[0]] * (width - len(r))]   # repeats count once
+            feeds["prev_tokens"] = b.tensor(padded, "int64", (count, width))
+        suppress = self.suppress[False]
+        if suppress not in self._row_graphs:
+            self._row_graphs[suppress] = self._open(with_suppress=bool(suppress), every_position=True)
+        if suppress:
+            _, feeds["suppress_ids"] = self._suppressed(False)
+        out = b.run(self._row_graphs[suppress], feeds, ["next_tokens"])["next_tokens"]
+        tokens = b.to_list(out)
+        b.dispose(out)
+        return tokens

@@ -19,24 +19,45 @@ from .result import SentenceAudio, SpeechResult
 FRONT_END_INPUTS = frozenset({"phoneme_ids", "phoneme_lengths", "input_ids"})
 
 
+# the first sentence is cut after its first clauses when longer than LEAD_PHONEMES phonemes
+# (~3 s of speech): its audio then starts after one clause's compute, not the whole sentence's;
+# the lead piece keeps at least LEAD_MIN_PHONEMES (~0.7 s), so a lone "Well," is not cut off
+LEAD_PHONEMES = 48
+LEAD_MIN_PHONEMES = 12
+# what a one-pass voice speaks at load (Pipeline.warm_up) after "Hello.", when that went at
+# WARM_UP_LONG_MIN_RTF x real time or faster (measured again when the cold first run made 1x real
+# time, so a slow voice pays no second run): as long as a typical first piece, so
+# the first real one finds the engine's buffers grown (with "Hello." alone the first Speak of
+# Piper in the browser was ~2x slower than the next; this costs it ~0.4 s of load). A slower
+# voice (Kokoro in WASM, 0.8-1.4x) would spend seconds on it and keeps the short warm-up.
+WARM_UP_TEXT = "When the storm finally passed over the valley, the villagers came out."
+WARM_UP_LONG_MIN_RTF = 2.0
+
+
 def sentence_inputs(pipeline, text: str) -> list[tuple[str, list[int], dict]]:
     """(sentence text, ids, loop inputs) per sentence, from the bundle's declared front end."""
+    return [piece[:3] for piece in iter_sentence_inputs(pipeline, text)]
+
+
+def iter_sentence_inputs(pipeline, text: str, lead: bool = False):
+    """(sentence text, ids, loop inputs, pause after) per piece, each made when asked for:
+    the first sentence's inputs before the rest of the text is phonemized. ``lead`` cuts a long
+    first sentence after its first clauses (Phonemizer.iter_sentences)."""
     if not isinstance(text, str) or not text.strip():
         raise InputError("text: expected some words to speak, found an empty text")
     if pipeline.phonemizer is not None:
-        out = []
-        for s in pipeline.phonemizer.sentences(text):
-            out.append((s.text, list(s.ids), {"phoneme_ids": (list(s.ids), (1, len(s.ids))),
-                                              "phoneme_lengths": ([len(s.ids)], (1,))}))
-        return out
+        cut = (LEAD_PHONEMES, LEAD_MIN_PHONEMES) if lead else (0, 0)
+        for s in pipeline.phonemizer.iter_sentences(text, *cut):
+            yield (s.text, list(s.ids), {"phoneme_ids": (list(s.ids), (1, len(s.ids))),
+                                         "phoneme_lengths": ([len(s.ids)], (1,))}, s.pause_after)
+        return
     if pipeline.text is None:
         raise InputError(f"this bundle declares neither preprocessing.phonemes nor a tokenizer "
                          f"({pipeline.config.bundle_dir}): it cannot turn text into its inputs")
-    out = []
-    for sentence in split_sentences(text):
+    sentences = split_sentences(text)
+    for index, sentence in enumerate(sentences):
         ids = pipeline.text.encode(sentence, add_special_tokens=True)
-        out.append((sentence, ids, {"input_ids": (ids, (1, len(ids)))}))
-    return out
+        yield sentence, ids, {"input_ids": (ids, (1, len(ids)))}, index < len(sentences) - 1
 
 
 def _waveform(pipeline, outputs: dict) -> array:
@@ -81,10 +102,7 @@ def speak(pipeline, text: str, extra: dict, on_audio=None, cancel=None) -> Speec
     run = _run_token_loop if pipeline.loaded.loop.makes_tokens else _run_one_pass
     result = SpeechResult(array("f"), rate, [], warnings=list(pipeline.warnings))
     start = time.perf_counter()
-    sentences = sentence_inputs(pipeline, text)
-    if pipeline.phonemizer is not None:
-        result.warnings.extend(pipeline.phonemizer.warnings)
-    for index, (sentence, ids, inputs) in enumerate(sentences):
+    for sentence, ids, inputs, pause_after in iter_sentence_inputs(pipeline, text, lead=True):
         if cancel is not None and cancel():
             result.finish_reason = "cancelled"
             break
@@ -97,7 +115,7 @@ def speak(pipeline, text: str, extra: dict, on_audio=None, cancel=None) -> Speec
             if peak > 0:
                 samples = array("f", [v / peak for v in samples])
         chunk = samples
-        if index < len(sentences) - 1:
+        if pause_after:
             chunk.extend(silence)
         now = time.perf_counter()
         part = SentenceAudio(sentence, ids, len(chunk), len(chunk) / rate, now - start, tokens)
@@ -107,4 +125,6 @@ def speak(pipeline, text: str, extra: dict, on_audio=None, cancel=None) -> Speec
         if on_audio is not None:
             on_audio(chunk, part)
             start = time.perf_counter()   # the listener's time is not compute
+    if pipeline.phonemizer is not None:
+        result.warnings.extend(pipeline.phonemizer.warnings)
     return result

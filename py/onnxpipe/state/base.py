@@ -40,5 +40,10 @@ class StateComponent:
         """Keep only the first ``length`` positions; False if this component can't."""
         return True
 
+    def cannot_rewind(self) -> str | None:
+        """Why this component can't drop the positions a step just added (speculative decoding
+        does after rejected drafts), or None when it can."""
+        return None
+
     def reset(self) -> None:
         """Back to the empty state of a new conversation."""

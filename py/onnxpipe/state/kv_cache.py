@@ -166,16 +166,25 @@ class KVCache(StateComponent):
             return True  # positions past ``length`` are simply overwritten
         if self.format != "separate":
             return False
-        for slot in self.slots:
-            if self._windowed(slot):
-                continue  # the op reads the resident rows from the mask's length; stale rows get overwritten
-            if slot.value is not None:
-                graph = self.backend.open_graph(kv_ops.slice_seq_graph(slot.past.dtype), self.provider)
-                length_t = self.backend.tensor([length], "int64", (1,))
-                new = self.backend.run(graph, {"x": slot.value, "length": length_t}, ["y"])["y"]
-                self.backend.dispose(slot.value)
-                slot.value = new
+        # windowed layers: the op reads the resident rows from the mask's length; stale rows get overwritten
+        cut = [slot for slot in self.slots if slot.value is not None and not self._windowed(slot)]
+        for dtype in sorted({slot.past.dtype for slot in cut}):
+            group = [slot for slot in cut if slot.past.dtype == dtype]
+            graph = self.backend.open_graph(kv_ops.slice_seq_many_graph(dtype, len(group)), self.provider)
+            feeds = {f"x{i}": slot.value for i, slot in enumerate(group)}
+            feeds["length"] = self.backend.tensor([length], "int64", (1,))
+            outs = self.backend.run(graph, feeds, [f"y{i}" for i in range(len(group))])
+            self.backend.dispose_many([slot.value for slot in group])
+            for i, slot in enumerate(group):
+                slot.value = outs[f"y{i}"]
         return True
+
+    def cannot_rewind(self) -> str | None:
+        if self.format not in ("separate", "shared_buffer"):
+            return f'the KV cache format "{self.format}" can\'t be cut back'
+        if self.window is not None:
+            return "the KV cache's sliding-window layers drop rows that going back would need"
+        return None
 
     def reset(self):
         for slot in self.slots:

@@ -39,6 +39,9 @@ class Recurrent(StateComponent):
     def rewind(self, length: int) -> bool:
         return False  # a recurrent state can't be cut back without replaying
 
+    def cannot_rewind(self) -> str | None:
+        return f'the recurrent state "{self.spec.input}" can\'t be cut back without replaying'
+
     def reset(self):
         if self.value is not None:
             self.backend.dispose(self.value)

@@ -108,7 +108,7 @@ def test_every_fixture_model_reads_as_onnx_does(fixture_models):
 def test_runtime_graphs_from_the_writer_read_back():
     """ops/proto.py's writer and this reader agree (subgraph attributes are not descended)."""
     graphs = (sampler.greedy_graph("float32", with_penalty=True), sampler.sampling_graph("float16"),
-              kv.slice_seq_graph("float16"), kv.grow_seq_graph())
+              kv.slice_seq_many_graph("float16", 3), kv.grow_seq_graph())
     for model_bytes in graphs:
         assert_same(read_model(BytesSource(model_bytes)), onnx.load_from_string(model_bytes))
 

@@ -5,15 +5,19 @@ import onnx
 import onnxruntime as ort
 import pytest
 
-from onnxpipe.ops import grow_seq_graph, slice_seq_graph, zeros_graph
+from onnxpipe.ops import grow_seq_graph, slice_seq_many_graph, zeros_graph
 
 DTYPES = ["float32", "float16"]
 
 
-def _run(model_bytes, **feeds):
+def _run_all(model_bytes, **feeds):
     onnx.checker.check_model(onnx.load_from_string(model_bytes), full_check=True)
     sess = ort.InferenceSession(model_bytes, providers=["CPUExecutionProvider"])
-    (y,) = sess.run(None, feeds)
+    return sess.run(None, feeds)
+
+
+def _run(model_bytes, **feeds):
+    (y,) = _run_all(model_bytes, **feeds)
     return y
 
 
@@ -25,9 +29,18 @@ def _cache(dtype, shape=(2, 3, 5, 4)):
 @pytest.mark.parametrize("length", [0, 1, 3, 5, 9])
 def test_slice_seq_rewinds(dtype, length):
     x = _cache(dtype)
-    y = _run(slice_seq_graph(dtype), x=x, length=np.array([length], np.int64))
+    y = _run(slice_seq_many_graph(dtype, 1), x0=x, length=np.array([length], np.int64))
     assert y.dtype == x.dtype
     np.testing.assert_array_equal(y, x[:, :, :length, :])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_slice_seq_rewinds_many_caches_of_their_own_shapes_in_one_run(dtype):
+    caches = [_cache(dtype, (1, 2, 6, 4)), _cache(dtype, (1, 3, 6, 8)) * 2, _cache(dtype, (1, 1, 6, 2)) * 3]
+    ys = _run_all(slice_seq_many_graph(dtype, 3), length=np.array([4], np.int64),
+                  **{f"x{i}": x for i, x in enumerate(caches)})
+    for y, x in zip(ys, caches):
+        np.testing.assert_array_equal(y, x[:, :, :4, :])
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -51,5 +64,7 @@ def test_zeros(dtype, shape):
 
 def test_dtype_is_checked():
     with pytest.raises(ValueError, match="dtype: expected one of"):
-        slice_seq_graph("int64")
+        slice_seq_many_graph("int64", 1)
+    with pytest.raises(ValueError, match="count"):
+        slice_seq_many_graph("float32", 0)
     assert zeros_graph("float16") is zeros_graph("float16")

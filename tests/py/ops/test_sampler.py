@@ -342,3 +342,36 @@ def test_sampler_runs_float16_logits_from_a_backend():
                 want = reference_greedy_token(row, **pen)
             assert token == want
             history = history + [token]
+
+
+# ---- every position of [1, S, V] as its own row (speculative verification) ---------------------
+
+def test_every_position_greedy_picks_per_row_with_each_rows_own_penalty():
+    rng = np.random.default_rng(7)
+    logits = rng.normal(size=(1, 4, 50)).astype(np.float32)
+    prev = [[3, 3, 3], [3, 9, 9], [3, 9, 11], [1, 2, 4]]     # padded rows repeat an id: counted once
+    graph = greedy_graph("float32", True, 3, every_position=True)
+    got = _session(graph).run(None, {"logits": logits, "penalty": np.array([1.7], np.float32),
+                                     "prev_tokens": np.array(prev, np.int64)})[0].tolist()
+    want = [reference_greedy_token(logits[0, i].tolist(), penalty=1.7, prev_tokens=prev[i]) for i in range(4)]
+    assert got == want
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_every_position_sampling_equals_the_reference_row_by_row(dtype):
+    rng = np.random.default_rng(11)
+    logits = (rng.normal(size=(1, 5, 300)) * 3).astype(dtype)
+    uniforms = [0.05, 0.37, 0.61, 0.88, 0.999]
+    graph = sampling_graph(dtype, False, 3, every_position=True)
+    feeds = {"logits": logits, "temperature": np.array([0.8], np.float32), "top_k": np.array([40], np.int64),
+             "top_p": np.array([0.9], np.float32), "min_p": np.array([0.01], np.float32),
+             "uniform": np.array(uniforms, np.float32)}
+    got = _session(graph).run(None, feeds)[0].tolist()
+    want = [reference_next_token(logits[0, i].astype(np.float32).tolist(), temperature=0.8, top_k=40, top_p=0.9,
+                                 min_p=0.01, uniform=u) for i, u in enumerate(uniforms)]
+    assert got == want
+
+
+def test_every_position_needs_rank_3_logits():
+    with pytest.raises(ValueError, match="every_position"):
+        greedy_graph("float32", False, 2, every_position=True)

@@ -66,7 +66,7 @@ def test_chat_continuation_rewinds_a_float16_cache(fp16_bundle, expected):
     pipe = onnxpipe.load(fp16_bundle)
     pipe.generate(input_ids=ids, max_new_tokens=12, ignore_eos=True)
     follow = ids + greedy[:6] + [5, 9]        # a branch after 6 of the 11 cached tokens
-    kept = pipe.conversation.continue_from(follow)  # slices each float16 cache (slice_seq_graph)
+    kept = pipe.conversation.continue_from(follow)  # slices each float16 cache (slice_seq_many_graph)
     assert kept == [5, 9] and len(pipe.history) == len(ids) + 6
     caches = [pipe.backend.to_numpy(s.value) for s in _kv(pipe).slots]
     assert {c.dtype for c in caches} == {np.dtype(np.float16)}

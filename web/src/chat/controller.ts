@@ -9,6 +9,7 @@ import { loadWarnings } from './loader';
 import type { MessageList } from './messages';
 import type { SamplingControls } from './sampling';
 import type { ChatState, Status } from './state';
+import type { StartupLine } from './startup';
 import type { StatsLine } from './stats';
 
 export interface ChatView {
@@ -18,6 +19,7 @@ export interface ChatView {
   composer: Composer;
   sampling: SamplingControls;
   stats: StatsLine;
+  startup: StartupLine;
   error: ErrorBanner;
 }
 
@@ -26,12 +28,18 @@ export class ChatController {
   private clearWhenSettled = false;
   /** Set by Stop for the running turn, so its bubble can say it was cut short. */
   private stopRequested = false;
+  private loads = 0;
 
+  /** The runtime starts booting as the page opens (WASM, threads by the worker's rule), so a
+   * Load finds it up; Load with WebGPU starts a fresh worker instead (client.ts). */
   constructor(
     private readonly client: RuntimeClient,
     readonly state: ChatState,
     private readonly view: ChatView,
-  ) {}
+  ) {
+    // a failed boot is reported by the load that needs it
+    client.boot({ ep: 'wasm' }).then((choice) => view.loader.showThreads(choice), () => {});
+  }
 
   async load(): Promise<void> {
     const { loader, error } = this.view;
@@ -43,8 +51,10 @@ export class ChatController {
     Object.assign(this.state, { bundle: bundle.name, ep, dtype: dtype ?? null, loaded: null, warnings: [], lastError: null });
     this.setStatus('loading');
     loader.showLoading(bundle, ep, dtype);
+    this.view.startup.loading(performance.now(), this.loads++ === 0);
     try {
       const info = await this.client.load(bundle.url, { ep, dtype, onProgress: (e) => loader.progress.update(e) });
+      this.view.startup.loaded(info);
       this.state.loaded = info;
       this.state.warnings = loadWarnings(info, ep);
       loader.showLoaded(info, ep);
@@ -75,6 +85,7 @@ export class ChatController {
     this.stopRequested = false;
     this.setStatus('generating');
     stats.start();
+    this.view.startup.sent();
     try {
       const result = await this.client.generate({
         messages: this.state.messages.map((m) => ({ ...m })),
@@ -83,6 +94,7 @@ export class ChatController {
           this.state.streaming += token;
           bubble.append(token);
           stats.onToken(ids.length);
+          this.view.startup.token();
           messages.scrollToEnd();
         },
       });
@@ -93,6 +105,7 @@ export class ChatController {
       this.state.messages.push({ role: 'assistant', content });
       this.state.lastResult = result;
       stats.show(result);
+      this.view.startup.done(result.prefill_ms);
     } catch (e) {
       // drop the failed turn so the conversation stays what the page shows; give the text back
       const shown = describeError(e);

@@ -1,6 +1,6 @@
 // Bundle picker, execution-provider picker, Load button, progress and the loaded-model status.
 
-import type { ExecutionProvider, LoadedInfo } from '../protocol';
+import type { ExecutionProvider, LoadedInfo, ThreadChoice } from '../protocol';
 import type { BundleEntry } from './bundles';
 import { el, labelled } from './dom';
 import { DtypePicker } from './dtype-picker';
@@ -13,6 +13,12 @@ export function availableProviders(): ExecutionProvider[] {
 }
 
 const EP_LABEL: Record<ExecutionProvider, string> = { wasm: 'WASM (CPU)', webgpu: 'WebGPU' };
+
+const THREADS_WHY: Record<LoadedInfo['threadsReason'], string> = {
+  rule: 'one per core, at most 4; 2 threads measured faster than 1 on 2 cores',
+  explicit: 'as the load asked',
+  'not isolated': 'the page is not cross-origin isolated: no shared memory for threads',
+};
 
 /** Warnings worth showing: the worker's own, plus any session not on the requested provider. */
 export function loadWarnings(info: LoadedInfo, requested: ExecutionProvider): string[] {
@@ -35,6 +41,7 @@ export class LoaderPanel {
   private readonly button: HTMLButtonElement;
   private readonly status: HTMLElement;
   private readonly warnings: HTMLUListElement;
+  private readonly threads: HTMLElement;
   private bundles: BundleEntry[] = [];
 
   constructor(onLoad: () => void) {
@@ -45,6 +52,7 @@ export class LoaderPanel {
     for (const ep of availableProviders()) this.epSelect.append(el('option', { value: ep, text: EP_LABEL[ep] }));
     this.button = el('button', { type: 'submit', class: 'primary', 'data-testid': 'load-button', text: 'Load' });
     this.status = el('p', { class: 'load-status', 'data-testid': 'load-status', role: 'status', text: 'No model loaded.' });
+    this.threads = el('p', { class: 'load-threads', 'data-testid': 'threads', hidden: true });
     this.warnings = el('ul', { class: 'load-warnings', 'data-testid': 'load-warnings', role: 'alert', hidden: true });
     const form = el('form', { class: 'loader-form', 'aria-label': 'Model' },
       labelled('Model bundle', this.bundleSelect),
@@ -56,7 +64,7 @@ export class LoaderPanel {
       onLoad();
     });
     this.root = el('section', { class: 'loader', 'aria-label': 'Model loading' },
-      form, this.status, this.warnings, this.progress.root);
+      form, this.status, this.threads, this.warnings, this.progress.root);
   }
 
   setBundles(bundles: BundleEntry[]): void {
@@ -107,6 +115,15 @@ export class LoaderPanel {
       `Loaded ${info.bundle}${info.dtype ? ` (${info.dtype})` : ''} in ${formatMs(info.loadMs)} (runtime boot ${formatMs(info.bootMs)}) · ` +
       `${info.structure} · ${sessions || 'no sessions'}${template}`;
     this.setWarnings(loadWarnings(info, ep));
+    this.showThreads({ threads: info.threads, reason: info.threadsReason });
+  }
+
+  /** The runtime's WASM thread count and why (shown once it has started, and after each load). */
+  showThreads(choice: ThreadChoice): void {
+    this.threads.dataset.threads = String(choice.threads);
+    this.threads.dataset.reason = choice.reason;
+    this.threads.textContent = `${choice.threads} WASM thread${choice.threads === 1 ? '' : 's'} (${choice.reason}: ${THREADS_WHY[choice.reason]})`;
+    this.threads.hidden = false;
   }
 
   showFailed(message: string): void {

@@ -36,6 +36,7 @@ export class SamplingControls {
   private readonly form: HTMLFormElement;
   private readonly sample: HTMLInputElement;
   private readonly inputs = new Map<NumberSpec, HTMLInputElement>();
+  private readonly lookup: HTMLInputElement;
 
   constructor() {
     const greedy = el('input', { type: 'radio', name: 'mode', value: 'greedy', checked: true, 'data-testid': 'mode-greedy' });
@@ -54,7 +55,11 @@ export class SamplingControls {
       this.inputs.set(spec, input);
       grid.append(labelled(spec.caption, input, spec.hint));
     }
-    this.form = el('form', { class: 'sampling-form', novalidate: true }, mode, grid);
+    // prompt lookup: draft tokens copied from the conversation, verified 4 per decoder pass
+    this.lookup = el('input', { type: 'checkbox', name: 'prompt_lookup', 'data-testid': 'prompt-lookup' });
+    const drafts = el('label', { class: 'checkbox', title: 'Copies likely continuations from the conversation and checks several per pass: same reply, often faster' },
+      this.lookup, ' Prompt lookup (speculative decoding)');
+    this.form = el('form', { class: 'sampling-form', novalidate: true }, mode, grid, drafts);
     this.form.addEventListener('submit', (event) => event.preventDefault());
     for (const radio of [greedy, this.sample]) radio.addEventListener('change', () => this.syncMode());
     this.root = el('details', {
@@ -81,6 +86,7 @@ export class SamplingControls {
       if (input.value.trim() === '') continue;
       options[spec.key] = input.valueAsNumber;
     }
+    options.speculative = this.lookup.checked ? { method: 'prompt_lookup', max_draft: 4, ngram: 3 } : null;
     return options;
   }
 

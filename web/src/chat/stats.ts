@@ -39,16 +39,19 @@ export class StatsLine {
   show(result: GenerationResult): void {
     this.root.dataset.state = 'done';
     const prompt = `prompt ${result.prompt_tokens}` + (result.cached_tokens ? `, ${result.cached_tokens} cached` : '');
+    const drafts = result.speculative;
     this.set([
       `${result.decode_tokens_per_s.toFixed(1)} tok/s`,
       `prefill ${formatMs(result.prefill_ms)}`,
       `${result.tokens.length} tokens (${prompt})`,
+      ...(drafts ? [`drafts accepted ${drafts.accepted}/${drafts.drafted} (${Math.round(drafts.acceptance_rate * 100)}%)`] : []),
       `finish: ${result.finish_reason ?? 'none'}`,
     ], {
       tokensPerS: result.decode_tokens_per_s.toFixed(2),
       prefillMs: result.prefill_ms.toFixed(1),
       tokens: String(result.tokens.length),
       finishReason: result.finish_reason ?? '',
+      ...(drafts ? { drafted: String(drafts.drafted), accepted: String(drafts.accepted), acceptanceRate: String(drafts.acceptance_rate) } : {}),
     });
   }
 
@@ -58,7 +61,9 @@ export class StatsLine {
   }
 
   private set(parts: string[], data: Record<string, string>): void {
-    for (const key of ['tokensPerS', 'prefillMs', 'tokens', 'finishReason']) delete this.root.dataset[key];
+    for (const key of ['tokensPerS', 'prefillMs', 'tokens', 'finishReason', 'drafted', 'accepted', 'acceptanceRate']) {
+      delete this.root.dataset[key];
+    }
     Object.assign(this.root.dataset, data);
     this.root.textContent = parts.join(' · ');
   }

@@ -46,6 +46,9 @@ export class TtsController {
   /** Set by Stop: sentences of the running speech that arrive later are kept but not played. */
   private muted = false;
   private frame = 0;
+  /** performance.now() of the running speech's Speak, and whether its audio was heard yet. */
+  private spokeAt = 0;
+  private heard = true;
 
   constructor(
     private readonly client: RuntimeClient,
@@ -73,6 +76,8 @@ export class TtsController {
     const ep = loader.ep;
     const threads = voiceThreads();
     this.player.stop();
+    // Load is a click too: start the audio output now, not on the first Speak (~0.1-0.3 s)
+    this.player.prepare();
     error.clear();
     Object.assign(this.state, { bundle: bundle.name, ep, threads, loaded: null, warnings: [], lastError: null });
     this.setStatus('loading');
@@ -113,6 +118,7 @@ export class TtsController {
     }
     const values = controls.read();
     if (!values) return;
+    this.spokeAt = performance.now();
     // before any await: browsers only let audio start inside the click
     this.muted = !this.player.prepare();
     this.player.begin();
@@ -122,7 +128,9 @@ export class TtsController {
     stats.clear();
     sentences.clear();
     download.clear();
-    Object.assign(this.state, { sentences: [], samples: 0, lastResult: null, wavBytes: 0, lastError: null });
+    Object.assign(this.state, { sentences: [], samples: 0, lastResult: null, wavBytes: 0, lastError: null,
+      firstAudioMs: null, events: [] });
+    this.heard = false;
     this.setStatus('speaking');
     status.set('speaking', 'Speaking…');
     try {
@@ -130,10 +138,17 @@ export class TtsController {
         text,
         controls: values,
         onAudio: (samples, sampleRate, sentence) => {
+          const arrived = performance.now();
+          this.state.events.push({ type: 'audio', at: arrived, index: this.state.sentences.length });
           this.take.add(samples, sampleRate);
           this.state.sentences.push(sentence);
           this.state.samples = this.take.length;
-          if (!this.muted) this.player.enqueue(samples, sampleRate);
+          const wait = this.muted ? null : this.player.enqueue(samples, sampleRate);
+          if (this.state.firstAudioMs === null) {
+            // heard after the player's lead (Web Audio time); just the arrival where nothing plays
+            this.state.firstAudioMs = arrived - this.spokeAt + Math.max(0, wait ?? 0) * 1000;
+            stats.showFirstAudio(this.state.firstAudioMs);
+          }
           waveform.update();
           sentences.add(sentence);
           stats.onSentences(this.state.sentences);
@@ -143,6 +158,7 @@ export class TtsController {
           this.syncForm();
         },
       });
+      this.state.events.push({ type: 'done', at: performance.now() });
       this.state.lastResult = result;
       this.state.wavBytes = wav.length;
       stats.show(result);
@@ -209,6 +225,10 @@ export class TtsController {
     if (this.frame) return;
     const tick = () => {
       const at = this.player.position();
+      if (!this.heard && at !== null && at > 0) {
+        this.heard = true;
+        this.state.events.push({ type: 'heard', at: performance.now() });
+      }
       this.view.waveform.setPlayhead(at);
       this.frame = at === null ? 0 : requestAnimationFrame(tick);
     };

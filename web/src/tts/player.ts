@@ -48,10 +48,11 @@ export class Player {
     this.nextAt = 0;
   }
 
-  /** Schedule one sentence right after the previous one (or now, if playback ran dry). */
-  enqueue(samples: Float32Array, sampleRate: number): void {
+  /** Schedule one sentence right after the previous one (or now, if playback ran dry);
+   * returns the seconds until it is heard, or null when nothing was scheduled. */
+  enqueue(samples: Float32Array, sampleRate: number): number | null {
     const ctx = this.ctx;
-    if (!ctx || samples.length === 0) return;
+    if (!ctx || samples.length === 0) return null;
     try {
       const buffer = ctx.createBuffer(1, samples.length, sampleRate);
       // posted samples own a plain ArrayBuffer (never shared memory)
@@ -72,8 +73,10 @@ export class Player {
         if (!this.playing) this.onChange(false);
       };
       if (!wasPlaying) this.onChange(true);
+      return at - ctx.currentTime;
     } catch (error) {
       this.onError(error);
+      return null;
     }
   }
 

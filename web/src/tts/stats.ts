@@ -14,14 +14,16 @@ export class SpeechStats {
   private readonly audio: HTMLElement;
   private readonly compute: HTMLElement;
   private readonly sentences: HTMLElement;
+  private readonly firstAudio: HTMLElement;
 
   constructor() {
     this.rtf = el('strong', { class: 'tts-rtf', 'data-testid': 'tts-rtf' });
     this.audio = el('span', { 'data-testid': 'tts-audio-seconds' });
     this.compute = el('span', { 'data-testid': 'tts-compute-seconds' });
     this.sentences = el('span', { 'data-testid': 'tts-sentence-count' });
+    this.firstAudio = el('span', { 'data-testid': 'tts-first-audio', title: 'From Speak to the first audio heard' });
     this.root = el('p', { class: 'stats tts-stats', 'data-testid': 'tts-stats', 'aria-live': 'off' },
-      this.rtf, this.audio, this.compute, this.sentences);
+      this.rtf, this.firstAudio, this.audio, this.compute, this.sentences);
     this.clear();
   }
 
@@ -36,8 +38,16 @@ export class SpeechStats {
     this.set(result.finish_reason, result.real_time_factor, result.audio_seconds, result.compute_seconds, result.sentences.length);
   }
 
+  /** Milliseconds from Speak to the first audio heard. */
+  showFirstAudio(ms: number): void {
+    this.firstAudio.textContent = `first audio ${(ms / 1000).toFixed(2)} s`;
+    this.firstAudio.dataset.ms = ms.toFixed(0);
+  }
+
   clear(): void {
     this.root.dataset.state = 'idle';
+    this.firstAudio.textContent = 'first audio –';
+    delete this.firstAudio.dataset.ms;
     this.rtf.textContent = '– x real time';
     delete this.rtf.dataset.rtf;
     this.audio.textContent = 'audio –';
