@@ -85,8 +85,11 @@ async function load(request: Extract<Request, { type: 'load' }>): Promise<void> 
   const requested = now();
   runtime ??= boot(request.threads, request.ep);
   post({ type: 'progress', id, phase: 'boot', file: 'pyodide', loaded: 0, total: 0, percent: 0 });
-  // the bundle's small files are read while the runtime starts; Python picks the large ones
+  // the bundle's files are read once the runtime is up: reading them from storage while
+  // Pyodide and onnxruntime-web start hung now and then (a small file's read never returned,
+  // ~1 load in 10 in tests/e2e/fixtures.test.mjs), and it saved only tens of ms
   const started = runtime;
+  await started;
   const stages = new Stages();
   let filesFrom = now();
   useCancelBuffer(request.cancelBuffer);
