@@ -98,7 +98,8 @@ class Autoregressive(LoopStrategy):
         try:
             while True:
                 draft = self._draft(history + feed, budget - produced - 1,
-                                    options.max_length - len(history) - len(feed) - 1) if generated else []
+                                    options.max_length - len(history) - len(feed) - 1) \
+                    if generated and self.drafter is not None else []   # no copy of the ids per plain token
                 fed = feed + draft
                 outs = executor.run_phase("step", {**extra, "input_ids": (fed, (1, len(fed)))},
                                           new_length=len(fed))
@@ -156,11 +157,14 @@ class Autoregressive(LoopStrategy):
         if len(shape) != 3 or shape[1] != len(draft) + 1:
             raise InputError(f"speculative decoding needs logits for every fed token: {len(draft) + 1} "
                              f"were fed and the logits have shape {list(shape)}; call without speculative")
-        penalty_ids = getattr(self.executor.plugin, "penalty_ids", None)
-        rows = []
-        for i in range(len(draft) + 1):
-            seen, made = history + draft[:i], generated + draft[:i]
-            rows.append(penalty_ids(seen, made) if penalty_ids else seen)
+        if self.sampler.penalty:   # each row's own ids so far; without a penalty only the count matters
+            penalty_ids = getattr(self.executor.plugin, "penalty_ids", None)
+            rows = []
+            for i in range(len(draft) + 1):
+                seen, made = history + draft[:i], generated + draft[:i]
+                rows.append(penalty_ids(seen, made) if penalty_ids else seen)
+        else:
+            rows = [history] * (len(draft) + 1)
         picked = self.sampler.rows(logits, rows)
         accepted = 0
         while accepted < len(draft) and picked[accepted] == draft[accepted]:
