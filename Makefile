@@ -18,7 +18,7 @@ PORT ?= 8080
 HOST_PAGE_PORT ?= 8081
 export DEBIAN_FRONTEND := noninteractive
 
-.PHONY: demo chat test models fixtures bench setup clean-models web web-deps node-deps typecheck e2e espeak
+.PHONY: demo chat test models fixtures fuzz bench setup clean-models web web-deps node-deps typecheck e2e espeak
 
 demo: models web ## build the site and serve the demo on http://127.0.0.1:$(PORT)/ (+ a site embedding the widget on $(HOST_PAGE_PORT))
 	$(PY) tools/serve.py --port $(PORT) --host-page-port $(HOST_PAGE_PORT)
@@ -94,6 +94,9 @@ espeak: ## espeak-ng (Debian package): the native phonemizer of speech bundles
 
 fixtures: $(STAMP) ## tiny random-weight test models and their oracle outputs
 	$(PY) -m tests.fixtures.tiny_models --all
+
+fuzz: models fixtures ## the long fuzz run: tens of thousands of mutated pipeline.json files and bad inputs
+	ONNXPIPE_FUZZ=long $(PY) -m pytest tests/py/fuzz -q -p no:cacheprovider --hypothesis-show-statistics
 
 clean-models:
 	git clean -fdX public/models tests/fixtures/.cache

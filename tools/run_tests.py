@@ -1,4 +1,4 @@
-"""Every test suite in turn (pytest, the TypeScript typecheck, the browser tests), then one plain
+"""Every test suite (pytest and the TypeScript typecheck beside the browser tests), then one plain
 line that sums them up, `N passed, N failed, N skipped`, so a reader sees at a glance what ran.
 
     python tools/run_tests.py            # what `make test` runs once everything is built
@@ -13,6 +13,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,15 +32,17 @@ class Outcome:
     problems: list[str] = field(default_factory=list)
 
 
-def run(command: list[str], env: dict | None = None) -> tuple[int, list[str]]:
-    """Run, echoing every line as it comes; return the exit status and the lines."""
+def run(command: list[str], env: dict | None = None, echo: bool = True) -> tuple[int, list[str]]:
+    """Run, echoing every line as it comes (unless ``echo`` is off); return the exit status and
+    the lines."""
     print(f"$ {' '.join(command)}", flush=True)
     proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, encoding="utf-8", errors="replace")
     lines = []
     for line in proc.stdout:
-        sys.stdout.write(line)
-        sys.stdout.flush()
+        if echo:
+            sys.stdout.write(line)
+            sys.stdout.flush()
         lines.append(line.rstrip("\n"))
     return proc.wait(), lines
 
@@ -80,12 +83,26 @@ def node_outcome(code: int, lines: list[str]) -> Outcome:
 
 def main() -> int:
     python = str(ROOT / ".venv" / "bin" / "python") if (ROOT / ".venv" / "bin" / "python").exists() else sys.executable
-    outcomes = [pytest_outcome(*run([python, "-m", "pytest", "tests/py", "-q", "-p", "no:cacheprovider"]))]
-    code, _ = run(["make", "--no-print-directory", "typecheck"])
-    typecheck = Outcome("typecheck", problems=[] if code == 0 else [f"typecheck failed (status {code})"])
-    outcomes.append(typecheck)
+    # pytest and the typecheck run beside the browser tests, which leave a core partly idle
+    # (pages waiting on servers, workers starting); their output is printed once they finish
+    side: dict[str, tuple[int, list[str]]] = {}
+
+    def python_side() -> None:
+        side["pytest"] = run([python, "-m", "pytest", "tests/py", "-q", "-p", "no:cacheprovider"], echo=False)
+        side["typecheck"] = run(["make", "--no-print-directory", "typecheck"], echo=False)
+
+    thread = threading.Thread(target=python_side)
+    thread.start()
     env = dict(os.environ, ONNXPIPE_E2E_DIST=os.environ.get("ONNXPIPE_E2E_DIST", "dist"))
-    outcomes.append(node_outcome(*run(["node", "--test", "--test-reporter=spec", "tests/e2e/"], env=env)))
+    browser = node_outcome(*run(["node", "--test", "--test-reporter=spec", "tests/e2e/"], env=env))
+    thread.join()
+    for name in ("pytest", "typecheck"):
+        print(f"\n---- {name} ----")
+        print("\n".join(side[name][1]), flush=True)
+    outcomes = [pytest_outcome(*side["pytest"])]
+    code = side["typecheck"][0]
+    outcomes.append(Outcome("typecheck", problems=[] if code == 0 else [f"typecheck failed (status {code})"]))
+    outcomes.append(browser)
 
     print()
     for o in outcomes:

@@ -4,15 +4,18 @@
 
 import './wasm-memory'; // first: it records the wasm heaps ORT and Pyodide make
 import type {
-  ErrorKind, Event, ExecutionProvider, LoadedInfo, Request, SentenceInfo, SpeechResult, ThreadChoice, TranscriptWindow,
+  ErrorKind, Event, ExecutionProvider, LoadedInfo, Request, RunResult, SentenceInfo, SpeechResult, ThreadChoice, TranscriptWindow,
   TranscriptionResult, VoiceActivityResult,
 } from '../web/src/protocol';
 import { Stages, bootRuntime, now } from './boot';
+import { type RgbImage, toRgb } from './images';
 import { files, setCancel, useCancelBuffer } from './bridge';
+import { destroyGpuDevice, fatalReason, gpuLostReason, holdLock, trapNextRun, watchGpuDevice } from './health';
 import { LoadError, bundleLock, loadBundle, lockFor } from './bundle-loader';
 import { listStored, removeStored } from './storage/catalog';
 import { Listener, type VadEntry } from './listen';
 import { wasmMemory } from './wasm-memory';
+import { RunCollector } from './one-pass';
 
 interface PyFunction {
   callPromising(...args: unknown[]): Promise<string>;
@@ -62,8 +65,16 @@ class PythonError extends Error {
   }
 }
 
+/** The engine is unusable: say so instead of answering (the client replaces this worker). */
+function fatal(id: number, reason: string): void {
+  post({ type: 'fatal', id, reason, gpuLost: gpuLostReason() !== null });
+}
+
 function fail(id: number, error: unknown): void {
-  if (error instanceof LoadError || error instanceof PythonError) {
+  const unusable = gpuLostReason() ?? fatalReason(error);
+  if (unusable) {
+    fatal(id, unusable);
+  } else if (error instanceof LoadError || error instanceof PythonError) {
     post({ type: 'error', id, kind: error.kind as ErrorKind, message: error.message });
   } else {
     post({ type: 'error', id, kind: 'internal', message: error instanceof Error ? error.message : String(error) });
@@ -74,7 +85,10 @@ function fail(id: number, error: unknown): void {
 function fromPython<T>(id: number, json: string, key: string): T | null {
   const reply = JSON.parse(json) as Record<string, unknown> & { error?: { kind: ErrorKind; message: string } };
   if (reply.error) {
-    post({ type: 'error', id, kind: reply.error.kind, message: reply.error.message });
+    // a trap inside an engine call reaches here as Python's text ("... RuntimeError: unreachable")
+    const unusable = gpuLostReason() ?? fatalReason(reply.error.message);
+    if (unusable) fatal(id, unusable);
+    else post({ type: 'error', id, kind: reply.error.kind, message: reply.error.message });
     return null;
   }
   return (key ? reply[key] : reply) as T;
@@ -132,6 +146,9 @@ async function load(request: Extract<Request, { type: 'load' }>): Promise<void> 
     const { bootMs, threads, threadChoice, snapshot, stages: bootStages } = await started;
     if (info) {
       sampleRate = info.sampleRate ?? 0;
+      if (Object.values(info.sessions).some((s) => /webgpu/i.test(s.provider))) {
+        await watchGpuDevice((reason) => fatal(0, reason));
+      }
       post({ type: 'loaded', id, info: {
         ...info, bundle: name, warnings: [...warnings, ...info.warnings], bootMs, threads,
         threadsReason: threadChoice.reason, dtype: info.dtype ?? null, dtypes: info.dtypes ?? [],
@@ -173,7 +190,14 @@ async function generate(request: Extract<Request, { type: 'generate' }>): Promis
   };
   setCancel(false);
   const payload = JSON.stringify({ messages: request.messages, prompt: request.prompt, inputIds: request.inputIds, options: request.options });
-  const result = fromPython<never>(id, await entry.generate.callPromising(payload, emit), 'result');
+  let images: RgbImage[] | undefined;
+  try {
+    images = request.images && await Promise.all(request.images.map(toRgb));
+  } catch (err) {
+    post({ type: 'error', id, kind: 'input', message: `images: ${(err as Error).message ?? err}` });
+    return;
+  }
+  const result = fromPython<never>(id, await entry.generate.callPromising(payload, emit, images), 'result');
   if (result) post({ type: 'done', id, result });
 }
 
@@ -221,6 +245,21 @@ async function transcribe(request: Extract<Request, { type: 'transcribe' }>): Pr
   const payload = JSON.stringify({ sampleRate: request.sampleRate, options: request.options });
   const result = fromPython<TranscriptionResult>(id, await entry.transcribe.callPromising(payload, request.samples, emit), 'result');
   if (result) post({ type: 'transcribed', id, result });
+}
+
+/** A one-pass bundle once (text-to-image): a 'step' event per denoising step, then the
+ * outputs and images in one 'ran' event (their buffers transferred, not copied). */
+async function run(request: Extract<Request, { type: 'run' }>): Promise<void> {
+  const { id } = request;
+  const entry = await loadedEntry(id);
+  if (!entry) return;
+  const collector = new RunCollector((step, steps) => post({ type: 'step', id, step, steps }));
+  setCancel(false);
+  const payload = JSON.stringify({ inputs: request.inputs, controls: request.controls, options: request.options });
+  const result = fromPython<RunResult>(id, await entry.run.callPromising(payload, collector.emit), 'result');
+  if (!result) return;
+  const { output, transfer } = collector.done(result);
+  self.postMessage({ type: 'ran', id, ...output } satisfies Event, transfer);
 }
 
 /** List or remove stored bundles. A bundle being loaded (its files open for writing, here or
@@ -274,6 +313,28 @@ async function handle(request: Request): Promise<void> {
       runtime ??= boot(request.threads, request.ep);
       post({ type: 'booted', id: request.id, threads: (await runtime).threadChoice });
       return;
+    case 'watch':
+      debugHooks = request.debug;
+      post({ type: 'watching', id: request.id, locks: await holdLock(request.lock) });
+      return;
+    case 'ping':
+      post({ type: 'pong', id: request.id });
+      return;
+    case 'crash':
+      if (!debugHooks) {
+        post({ type: 'error', id: request.id, kind: 'input', message: 'crash: a test-only request (the page needs ?onnxpipe-debug)' });
+        return;
+      } else if (request.how === 'trap') {
+        trapNextRun();
+      } else if (request.how === 'hang') {
+        setTimeout(() => {
+          while (Date.now() > 0);   // never returns: only the page's heartbeat can tell
+        }, 0);
+      } else {
+        await destroyGpuDevice();
+      }
+      post({ type: 'cancelled', id: request.id });
+      return;
     case 'cancel':
       setCancel(true);
       post({ type: 'cancelled', id: request.id });
@@ -288,6 +349,7 @@ async function handle(request: Request): Promise<void> {
     case 'speak':
     case 'detectSpeech':
     case 'transcribe':
+    case 'run':
       if (busy) {
         post({ type: 'error', id: request.id, kind: 'input', message: `busy: finish or cancel the running request before "${request.type}"` });
         return;
@@ -298,6 +360,7 @@ async function handle(request: Request): Promise<void> {
         else if (request.type === 'speak') await speak(request);
         else if (request.type === 'detectSpeech') await detectSpeech(request);
         else if (request.type === 'transcribe') await transcribe(request);
+        else if (request.type === 'run') await run(request);
         else await generate(request);
       } finally {
         busy = false;
@@ -305,8 +368,15 @@ async function handle(request: Request): Promise<void> {
   }
 }
 
+let debugHooks = false;   // test-only requests ('crash') allowed: set by 'watch'
+
 if (!self.name?.startsWith('em-pthread')) {
   self.onmessage = (message: MessageEvent<Request>) => {
     handle(message.data).catch((error: unknown) => fail(message.data.id, error));
   };
+  // a trap or an allocation failure in a callback no request awaits
+  self.addEventListener('unhandledrejection', (event) => {
+    const unusable = fatalReason(event.reason);
+    if (unusable) fatal(0, unusable);
+  });
 }

@@ -81,16 +81,17 @@ class Pipeline:
 
     # ---- jobs ----------------------------------------------------------------------------------
 
-    def stream(self, prompt=None, input_ids=None, max_new_tokens=None, inputs=None,
+    def stream(self, prompt=None, input_ids=None, max_new_tokens=None, inputs=None, images=None,
                **search) -> Iterator[StreamEvent]:
-        """Generate from a fresh state, yielding text deltas (see TextGeneration.stream)."""
-        return self.generation.stream(prompt, input_ids, max_new_tokens, inputs, **search)
+        """Generate from a fresh state, yielding text deltas (see TextGeneration.stream);
+        ``images``: onnxpipe.image.Image list for a vision-language bundle."""
+        return self.generation.stream(prompt, input_ids, max_new_tokens, inputs, images, **search)
 
     def generate(self, prompt=None, input_ids=None, max_new_tokens=None, inputs=None,
-                 on_event=None, cancel=None, **search) -> GenerationResult:
+                 on_event=None, cancel=None, images=None, **search) -> GenerationResult:
         """The whole result of ``stream`` (see TextGeneration.generate)."""
         return self.generation.generate(prompt, input_ids, max_new_tokens, inputs, on_event,
-                                        cancel, **search)
+                                        cancel, images, **search)
 
     def chat_prompt_ids(self, messages: list[dict]) -> list[int]:
         return self.conversation.prompt_ids(messages)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from .errors import InputError, OnnxpipeError
@@ -31,6 +32,15 @@ def _search_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, help="random seed (same seed, same tokens)")
     p.add_argument("--stop", action="append", default=None, help="stop string (repeatable)")
     p.add_argument("--ignore-eos", action="store_true", help="keep going past end-of-sequence ids")
+    p.add_argument("--min-new-tokens", type=int, help="end ids masked until this many new tokens")
+    p.add_argument("--min-length", type=int, help="end ids masked until the ids (prompt included) are this long")
+    p.add_argument("--no-repeat-ngram-size", type=int, help="no n-gram of this size generated twice")
+    p.add_argument("--num-beams", type=int, help="beam search with this many beams (greedy: 1)")
+    p.add_argument("--length-penalty", type=float, help="beam search: score / new tokens ** this")
+    p.add_argument("--early-stopping", choices=("true", "false", "never"),
+                   help="beam search: stop once num_beams beams finished (true), when none can "
+                   "likely improve (false), or when none can (never)")
+    p.add_argument("--num-return-sequences", type=int, help="beam search: the best N beams returned")
     p.add_argument("--speculative", metavar="METHOD", help="verify drafts several tokens per pass: "
                    "prompt_lookup, or off (over the bundle's generation.speculative)")
     p.add_argument("--max-draft", type=int, help="with --speculative: most draft tokens per pass")
@@ -52,11 +62,14 @@ def _search_options(a) -> dict:
         opts["do_sample"] = False
     if a.sample:
         opts["do_sample"] = True
-    for name in ("temperature", "top_k", "top_p", "min_p", "repetition_penalty"):
+    for name in ("temperature", "top_k", "top_p", "min_p", "repetition_penalty", "min_new_tokens",
+                 "min_length", "no_repeat_ngram_size", "num_beams", "length_penalty", "num_return_sequences"):
         if getattr(a, name) is not None:
             opts[name] = getattr(a, name)
     if a.seed is not None:
         opts["random_seed"] = a.seed
+    if a.early_stopping is not None:
+        opts["early_stopping"] = {"true": True, "false": False}.get(a.early_stopping, a.early_stopping)
     if a.stop:
         opts["stop_strings"] = a.stop
     if a.ignore_eos:
@@ -71,16 +84,88 @@ def _search_options(a) -> dict:
     return opts
 
 
+def _tensor_arg(text: str) -> tuple[str, tuple[list, tuple[int, ...]]]:
+    """--input NAME=JSON (a nested list, or a number) or NAME=@FILE.json -> (name, (flat, shape))."""
+    name, eq, value = text.partition("=")
+    if not eq or not name:
+        raise InputError(f"--input: expected NAME=VALUES (a JSON nested list or @file.json), found {text!r}")
+    try:
+        if value.startswith("@"):
+            with open(value[1:], encoding="utf-8") as f:
+                value = f.read()
+        data = json.loads(value)
+    except (OSError, ValueError) as exc:
+        raise InputError(f"--input {name}: {exc}") from None
+    shape, level = [], data
+    while isinstance(level, list):
+        shape.append(len(level))
+        level = level[0] if level else None
+    flat = data
+    for _ in shape[1:]:
+        flat = [x for row in flat for x in (row if isinstance(row, list) else [row])]
+    count = 1
+    for n in shape:
+        count *= n
+    if not isinstance(data, list):
+        flat = [data]
+    if len(flat) != count or any(isinstance(x, list) or isinstance(x, bool) or not isinstance(x, (int, float))
+                                 for x in flat):
+        raise InputError(f"--input {name}: expected a nested list of numbers with equal-length rows")
+    return name, (flat, tuple(shape))
+
+
+def cmd_run_once(a) -> int:
+    """A one-pass bundle (denoising, single_pass): --input tensors in, the output (PNGs) out."""
+    from .api import load
+    from .diffusion.image import output_pngs
+
+    pipe = load(a.bundle, providers=a.provider, variant=a.variant, dtype=a.dtype)
+    inputs = dict(_tensor_arg(t) for t in a.input or [])
+    options = {k: v for k, v in (("seed", a.seed), ("num_steps", a.steps), ("guidance_scale", a.guidance_scale),
+                                 ("scheduler", a.scheduler)) if v is not None}
+    if pipe.loaded.loop.name == "denoising" and "seed" not in options and pipe.spec.generation.denoising.seed < 0:
+        options["seed"] = int.from_bytes(os.urandom(4), "little")   # printed, so the image can be made again
+    unknown = [k for k in options if k not in pipe.loaded.loop.options]
+    if unknown:
+        raise InputError(f"--{unknown[0].replace('_', '-')}: not an option of the {pipe.loaded.loop.name} loop")
+    result = pipe.run(inputs, **options)
+    files = []
+    if a.out:
+        pngs = output_pngs(result, pipe.spec)
+        stem, dot, ext = a.out.rpartition(".")
+        for i, data in enumerate(pngs):
+            path = a.out if len(pngs) == 1 else f"{stem}-{i}.{ext}" if dot else f"{a.out}-{i}"
+            with open(path, "wb") as f:
+                f.write(data)
+            files.append(path)
+    values, shape = result.read("output")
+    summary = {"files": files, "shape": list(shape), "compute_seconds": result.compute_seconds, **options}
+    if a.json:
+        print(json.dumps(summary))
+    else:
+        seed = f", seed {options['seed']}" if "seed" in options else ""
+        print(f"{', '.join(files) or 'no --out'}: output {list(shape)}, {result.compute_seconds:.2f} s{seed}")
+    return 0
+
+
 def cmd_run(a) -> int:
     from .api import load
 
+    if a.input or a.out or a.steps is not None or a.guidance_scale is not None or a.scheduler is not None:
+        return cmd_run_once(a)
     given = [x for x in (a.input_ids, a.prompt, a.chat) if x is not None]
     if len(given) != 1:
         raise SystemExit("onnxpipe run: give exactly one of --input-ids, --prompt or --chat")
+    if a.image and a.chat is not None:
+        raise SystemExit("onnxpipe run: --image goes with --prompt or --input-ids (one image token "
+                         "in the prompt per image)")
     pipe = load(a.bundle, providers=a.provider, variant=a.variant, dtype=a.dtype)
     for warning in pipe.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     opts = _search_options(a)
+    if a.image:
+        from .image.files import read_image
+        opts["images"] = [read_image(path) for path in a.image]
     if a.chat is not None:
         result = pipe.chat([{"role": "user", "content": a.chat}], max_new_tokens=a.max_new_tokens, **opts)
     elif a.prompt is not None:
@@ -91,6 +176,8 @@ def cmd_run(a) -> int:
         print(json.dumps(result.to_dict(), ensure_ascii=False))
     else:
         print(result.text)
+        for i, beam in enumerate((result.sequences or [])[1:], 2):   # beam search's other sequences
+            print(f"#{i} (score {beam['score']:.4f}): {beam.get('text', beam['tokens'])}")
         drafts = result.speculative
         accepted = f", drafts accepted {drafts['accepted']}/{drafts['drafted']}" if drafts else ""
         print(f"[{len(result.tokens)} tokens, {result.finish_reason}; prefill {result.prefill_ms:.1f} ms, "
@@ -318,7 +405,16 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--input-ids", type=_ids)
     run.add_argument("--prompt")
     run.add_argument("--chat", help="a user message, wrapped in the bundle's chat template")
+    run.add_argument("--image", action="append", metavar="FILE",
+                     help="an image (PNG, JPEG; repeatable) for a vision-language bundle: one image "
+                          "token in the prompt per image")
     run.add_argument("--json", action="store_true", help="print one JSON object")
+    run.add_argument("--input", action="append", metavar="NAME=VALUES",
+                     help="a pipeline input of a one-pass bundle: a JSON nested list, or @file.json (repeatable)")
+    run.add_argument("--out", help="write the image output as PNG (pipeline.output.image)")
+    run.add_argument("--steps", type=int, help="denoising steps (over generation.num_steps)")
+    run.add_argument("--guidance-scale", type=float, help="classifier-free guidance scale (> 1: on)")
+    run.add_argument("--scheduler", help="denoising scheduler: euler_discrete or ddim")
     _search_args(run)
     run.set_defaults(func=cmd_run)
     chat = sub.add_parser("chat", help="interactive streaming chat")

@@ -134,11 +134,18 @@ def speak(request_json: str, emit) -> str:
         return error_json(exc)
 
 
-def generate(request_json: str, emit) -> str:
-    """Run one generation; ``emit(json)`` gets each token event. Returns the result JSON."""
+def generate(request_json: str, emit, images=None) -> str:
+    """Run one generation; ``emit(json)`` gets each token event. Returns the result JSON.
+    ``images``: the worker's decoded images ({rgb: Uint8Array, width, height}), if any."""
     try:
         request = json.loads(request_json)
         options = dict(request.get("options") or {})
+        if images is not None:
+            if request.get("messages"):
+                raise InputError("images go with a prompt or inputIds (one image token per image), "
+                                 "not with chat messages")
+            from .image import Image
+            options["images"] = [Image(i.rgb.to_bytes(), int(i.width), int(i.height)) for i in images]
 
         def on_event(event) -> None:
             if event.text or event.token_ids:
@@ -151,6 +158,69 @@ def generate(request_json: str, emit) -> str:
             result = pipeline.generate(prompt=request.get("prompt"), input_ids=request.get("inputIds"),
                                         on_event=on_event, cancel=_cancelled, **options)
         return json.dumps({"result": result.to_dict()})
+    except Exception as exc:
+        return error_json(exc)
+
+
+def run(request_json: str, emit) -> str:
+    """A one-pass bundle (denoising, single_pass) once: request {inputs: {name: {values, shape}},
+    controls, options: {seed, num_steps, guidance_scale, scheduler}}. ``emit(kind, json, data)``:
+    "step" after each denoising step; then per output "output" ({name, shape}, a Float32Array, or
+    the values in the JSON when not float); per image of pipeline.output.image "image" ({width,
+    height, channels}, interleaved 8-bit pixels) and "png" (the file). Cancel stops between steps
+    (finish_reason "cancelled", no outputs). Returns {"result": {...}} as the CLI's --json says."""
+    try:
+        from .diffusion.image import png, to_pixels
+
+        request = json.loads(request_json)
+        options = dict(request.get("options") or {})
+        controls = request.get("controls") or {}
+        if not isinstance(controls, dict):
+            raise InputError(f"controls: expected an object, found {type(controls).__name__}")
+        pipeline = _loaded()
+        loaded = pipeline.loaded
+        loaded.require_loop(False, 'a "generate" request')
+        unknown = sorted(set(options) - set(loaded.loop.options))
+        if unknown:
+            takes = ", ".join(loaded.loop.options) or "none"
+            raise InputError(f'options: "{unknown[0]}" is not an option of the {loaded.loop.name} loop; it takes {takes}')
+        denoising = loaded.spec.generation.denoising
+        if denoising is not None and options.get("seed") is None and denoising.seed < 0:
+            options["seed"] = int.from_bytes(os.urandom(4), "little")   # reported, so the image can be made again
+        values = loaded.inputs(tensors_from_json(request.get("inputs") or {}, "inputs"), controls)
+        steps = [0]
+        stopped = [False]
+
+        def on_step(done: int, total: int) -> None:
+            steps[0] = done
+            emit("step", json.dumps({"step": done, "steps": total}), None)
+
+        def cancel() -> bool:
+            stopped[0] = _cancelled()
+            return stopped[0]
+
+        result = pipeline.one_pass.run_values(values, on_step=on_step, cancel=cancel, **options)
+        backend, held = loaded.backend, {id(v) for v in loaded.executor.values.values()}
+        shapes = {}
+        try:
+            if not stopped[0]:
+                for name in result.outputs:
+                    flat, shape = result.read(name)
+                    shapes[name] = list(shape)
+                    if all(isinstance(v, float) for v in flat):
+                        emit("output", json.dumps({"name": name, "shape": list(shape)}), to_js(array("f", flat)))
+                    else:
+                        emit("output", json.dumps({"name": name, "shape": list(shape), "values": flat}), None)
+                    image = loaded.spec.pipeline.output.image if name == "output" and loaded.spec.pipeline.output else None
+                    if image is not None:
+                        for item in to_pixels(flat, shape, tuple(image.value_range), image.layout):
+                            emit("image", json.dumps(dict(zip(("width", "height", "channels"), item[:3]))),
+                                 to_js(item[3]))
+                            emit("png", "", to_js(png(*item)))
+        finally:   # tensors the loop made for this run (the executor's own go at its next reset)
+            backend.dispose_many([t for t in result.outputs.values() if id(t) not in held])
+        return json.dumps({"result": dict(options, compute_seconds=result.compute_seconds, shapes=shapes,
+                                          steps=steps[0], finish_reason="cancelled" if stopped[0] else "done")})
     except Exception as exc:
         return error_json(exc)
 

@@ -5,6 +5,17 @@
 //   node tests/e2e/run-bundle.mjs BUNDLE_DIR (--input-ids 1,2,3 | --prompt TEXT | --chat TEXT)
 //        [--max-new-tokens N] [--greedy] [--ignore-eos] [--json] [--ep wasm|webgpu]
 //        [--variant EP] [--dtype D] [--repeat K] [--threads N]
+//        [--min-new-tokens N] [--min-length N] [--no-repeat-ngram-size N] [--num-beams N]
+//        [--length-penalty F] [--early-stopping true|false|never] [--num-return-sequences N]
+//        (search options as `python -m onnxpipe run` takes them; beam search's returned
+//        sequences come back in "sequences")
+//        [--image FILE]... (vision-language bundles, as `python -m onnxpipe run --image`: the
+//        worker decodes each PNG/JPEG; one image token in the prompt per image)
+//   node tests/e2e/run-bundle.mjs BUNDLE_DIR --input NAME=VALUES... [--out x.png] [--steps N]
+//        [--guidance-scale F] [--scheduler euler_discrete|ddim] [--seed N] [--json]
+//        (one-pass bundles, e.g. text-to-image by denoising: like `python -m onnxpipe run --input`;
+//        VALUES a JSON nested list or @file.json; the PNG is the one the worker encoded, a batch
+//        gives x-0.png, x-1.png, ...)
 //   node tests/e2e/run-bundle.mjs BUNDLE_DIR --text TEXT --out x.wav [--set NAME=VALUE]... [--json]
 //        (VALUE: a number, or an option name for a choice control such as voice=jm_kumo)
 //        (speech bundles: like `python -m onnxpipe tts`; the WAV is the one the worker encoded)
@@ -24,15 +35,16 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { launchBrowser, startServer } from './lib/browser.mjs';
-import { detectSpeech, ensureManifest, ensureSite, generate, loadBundle, openRuntimePage, speak, transcribe } from './lib/runtime.mjs';
+import { detectSpeech, ensureManifest, ensureSite, generate, loadBundle, openRuntimePage, runOnce, speak, transcribe } from './lib/runtime.mjs';
 import { readWav } from './lib/wav.mjs';
 
 const USAGE = 'usage: node tests/e2e/run-bundle.mjs BUNDLE_DIR (--input-ids 1,2,3 | --prompt TEXT | --chat TEXT | ' +
-  '--text TEXT --out x.wav [--set NAME=VALUE]... | --audio x.wav [--set NAME=VALUE]...) [--max-new-tokens N] [--greedy] [--ignore-eos] [--json] ' +
+  '--text TEXT --out x.wav [--set NAME=VALUE]... | --audio x.wav [--set NAME=VALUE]... | ' +
+  '--input NAME=VALUES... [--out x.png] [--steps N] [--guidance-scale F] [--scheduler S] [--seed N]) [--max-new-tokens N] [--greedy] [--ignore-eos] [--json] ' +
   '[--ep wasm|webgpu] [--variant EP] [--dtype D] [--repeat K] [--threads N]';
 
 export function parseArgs(argv) {
-  const a = { ep: undefined, variant: undefined, dtype: undefined, json: false, greedy: false, ignoreEos: false, repeat: 1, controls: {} };
+  const a = { ep: undefined, variant: undefined, dtype: undefined, json: false, greedy: false, ignoreEos: false, repeat: 1, controls: {}, search: {}, runOptions: {} };
   const pos = [];
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
@@ -47,10 +59,20 @@ export function parseArgs(argv) {
         return n;
       }); break;
       case '--prompt': a.prompt = value(); break;
+      case '--image': (a.images ??= []).push(path.resolve(value())); break;
       case '--chat': a.chat = value(); break;
       case '--text': a.text = value(); break;
       case '--audio': a.audio = value(); break;
       case '--out': a.out = value(); break;
+      case '--input': {
+        const [name, tensor] = tensorArg(value());
+        (a.inputs ??= {})[name] = tensor;
+        break;
+      }
+      case '--steps': a.runOptions.num_steps = numberArg(arg, value(), true); break;
+      case '--seed': a.runOptions.seed = numberArg(arg, value(), true); break;
+      case '--guidance-scale': a.runOptions.guidance_scale = numberArg(arg, value(), false); break;
+      case '--scheduler': a.runOptions.scheduler = value(); break;
       case '--threads': a.threads = Number(value()); break;
       case '--set': {
         // NAME=NUMBER for a number control, NAME=TEXT for a choice: the pipeline checks which
@@ -63,6 +85,25 @@ export function parseArgs(argv) {
         break;
       }
       case '--max-new-tokens': a.maxNewTokens = Number(value()); break;
+      case '--min-new-tokens': case '--min-length': case '--no-repeat-ngram-size': case '--num-beams':
+      case '--num-return-sequences': {
+        const n = Number(value());
+        if (!Number.isInteger(n) || n < 0) throw new Error(`${arg} wants an integer >= 0`);
+        a.search[arg.slice(2).replaceAll('-', '_')] = n;
+        break;
+      }
+      case '--length-penalty': {
+        const f = Number(value());
+        if (!Number.isFinite(f)) throw new Error('--length-penalty wants a number');
+        a.search.length_penalty = f;
+        break;
+      }
+      case '--early-stopping': {
+        const v = value();
+        if (!['true', 'false', 'never'].includes(v)) throw new Error(`--early-stopping: true, false or never, not "${v}"`);
+        a.search.early_stopping = v === 'never' ? v : v === 'true';
+        break;
+      }
       case '--ep': a.ep = value(); break;
       case '--variant': a.variant = value(); break;
       case '--dtype': a.dtype = value(); break;
@@ -79,9 +120,12 @@ export function parseArgs(argv) {
   if (pos.length !== 1) throw new Error(USAGE);
   a.bundle = path.resolve(pos[0]);
   if (!fs.existsSync(a.bundle) || !fs.statSync(a.bundle).isDirectory()) throw new Error(`${pos[0]}: not a folder`);
-  const inputs = [a.inputIds, a.prompt, a.chat, a.text, a.audio].filter((x) => x !== undefined);
-  if (inputs.length !== 1) throw new Error('give exactly one of --input-ids, --prompt, --chat, --text or --audio');
-  if ((a.text === undefined) !== (a.out === undefined)) throw new Error('--text and --out go together');
+  // a one-pass run (as the CLI: --input, --out without --text, or a denoising option)
+  a.once = a.text === undefined && (a.inputs !== undefined || a.out !== undefined || Object.keys(a.runOptions).length > 0);
+  const inputs = [a.inputIds, a.prompt, a.chat, a.text, a.audio, a.once || undefined].filter((x) => x !== undefined);
+  if (inputs.length !== 1) throw new Error('give exactly one of --input-ids, --prompt, --chat, --text, --audio or --input');
+  if (a.text !== undefined && a.out === undefined) throw new Error('--text and --out go together');
+  if (!a.once && Object.keys(a.runOptions).length) throw new Error('--steps, --guidance-scale, --scheduler and --seed go with --input');
   if (a.threads !== undefined && !(Number.isInteger(a.threads) && a.threads > 0)) throw new Error('--threads wants a positive integer');
   if (a.ep && !['wasm', 'webgpu'].includes(a.ep)) throw new Error(`--ep: wasm or webgpu, not "${a.ep}"`);
   if (a.maxNewTokens !== undefined && !(Number.isInteger(a.maxNewTokens) && a.maxNewTokens > 0)) {
@@ -90,9 +134,44 @@ export function parseArgs(argv) {
   return a;
 }
 
+/** A flag's number: an integer when ``integer``, else any finite number. */
+function numberArg(flag, text, integer) {
+  const n = text.trim() === '' ? NaN : Number(text);
+  if (integer ? !Number.isInteger(n) : !Number.isFinite(n)) throw new Error(`${flag} wants ${integer ? 'an integer' : 'a number'}, not "${text}"`);
+  return n;
+}
+
+/** --input NAME=VALUES (a JSON nested list or number) or NAME=@FILE.json -> [name, {values,
+ * shape}], the shape from the nesting, as `python -m onnxpipe run --input` reads it. */
+export function tensorArg(text) {
+  const eq = text.indexOf('=');
+  if (eq < 1) throw new Error(`--input: expected NAME=VALUES (a JSON nested list or @file.json), found "${text}"`);
+  const name = text.slice(0, eq);
+  let raw = text.slice(eq + 1);
+  let data;
+  try {
+    if (raw.startsWith('@')) raw = fs.readFileSync(raw.slice(1), 'utf8');
+    data = JSON.parse(raw);
+  } catch (error) {
+    throw new Error(`--input ${name}: ${error.message}`);
+  }
+  const shape = [];
+  for (let level = data; Array.isArray(level); level = level[0]) shape.push(level.length);
+  const values = Array.isArray(data) ? data.flat(shape.length - 1) : [data];
+  if (values.length !== shape.reduce((n, d) => n * d, 1) || values.some((v) => typeof v !== 'number')) {
+    throw new Error(`--input ${name}: expected a nested list of numbers with equal-length rows`);
+  }
+  return [name, { values, shape }];
+}
+
+/** The run request of a one-pass bundle the CLI words stand for. */
+export function runRequestOf(a) {
+  return { inputs: a.inputs ?? {}, options: { ...a.runOptions } };
+}
+
 /** The generate request the CLI words stand for (as `python -m onnxpipe run` builds it). */
 export function requestOf(a) {
-  const options = {};
+  const options = { ...a.search };
   if (a.greedy) options.do_sample = false;
   if (a.maxNewTokens !== undefined) options.max_new_tokens = a.maxNewTokens;
   if (a.ignoreEos) options.ignore_eos = true;
@@ -106,29 +185,32 @@ export async function runBundle(a) {
   const site = ensureSite();
   ensureManifest(a.bundle);
   const name = path.basename(a.bundle);
-  const server = await startServer({ root: site, mounts: { [`/models/${name}/`]: a.bundle } });
+  const images = Object.fromEntries((a.images ?? []).map((f, i) => [`/images/${i}/`, path.dirname(f)]));
+  const server = await startServer({ root: site, mounts: { [`/models/${name}/`]: a.bundle, ...images } });
   const { browser, context, offsite, logs } = await launchBrowser({ args: a.ep === 'webgpu' ? ['--enable-unsafe-webgpu'] : [] });
   try {
     const page = await openRuntimePage(context, server.url);
     const loaded = await loadBundle(page, `${server.url}models/${name}/`, { ep: a.ep, variant: a.variant, dtype: a.dtype, threads: a.threads });
     if (a.text !== undefined) return await speakBundle(a, page, loaded, browser, offsite);
+    if (a.once) return await runBundleOnce(a, page, loaded, browser, offsite);
     if (a.audio !== undefined) return await audioBundle(a, page, loaded, browser, offsite);
+    const request = requestOf(a);
+    if (a.images) request.imageUrls = a.images.map((_, i) => `${server.url}images/${i}/${path.basename(a.images[i])}`);
     let run;
     for (let i = 0; i < a.repeat; i++) {
       // a fresh conversation each time: inputIds/prompt never reuse the cache across calls
-      run = await generate(page, requestOf(a));
+      run = await generate(page, request);
     }
     if (offsite.length) throw new Error(`requests left 127.0.0.1: ${offsite.join(', ')}`);
     const { result } = run;
     return {
       ...result,
-      sessions: loaded.info.sessions,
+      ...loadFacts(loaded, browser),
       warnings: loaded.info.warnings,
       ep: a.ep ?? null,
       variant: a.variant ?? null,
       dtype: loaded.info.dtype ?? null,
       dtypes: loaded.info.dtypes ?? [],
-      browser: { version: browser.version(), boot_ms: loaded.info.bootMs, load_ms: loaded.info.loadMs, load_wall_ms: loaded.wallMs },
       generate_wall_ms: run.wallMs,
       first_token_ms: run.firstTokenMs,
       token_events: run.events.length,
@@ -142,6 +224,40 @@ export async function runBundle(a) {
   }
 }
 
+/** What every --json result says about the load: the sessions, the browser and its timings. */
+function loadFacts(loaded, browser) {
+  return {
+    sessions: loaded.info.sessions,
+    browser: { version: browser.version(), boot_ms: loaded.info.bootMs, load_ms: loaded.info.loadMs, load_wall_ms: loaded.wallMs },
+  };
+}
+
+/** --input: a one-pass run; the worker's PNG(s) written to a.out (x-0.png, ... for a batch). */
+async function runBundleOnce(a, page, loaded, browser, offsite) {
+  let run;
+  for (let i = 0; i < a.repeat; i++) run = await runOnce(page, runRequestOf(a));
+  if (offsite.length) throw new Error(`requests left 127.0.0.1: ${offsite.join(', ')}`);
+  const files = [];
+  if (a.out) {
+    if (run.result.finish_reason === 'done' && !run.images.length) throw new Error('--out: this bundle\'s output is not an image (no pipeline.output.image)');
+    const dot = a.out.lastIndexOf('.');
+    for (const [i, image] of run.images.entries()) {
+      const file = run.images.length === 1 ? a.out : dot > 0 ? `${a.out.slice(0, dot)}-${i}${a.out.slice(dot)}` : `${a.out}-${i}`;
+      fs.writeFileSync(file, Buffer.from(image.png));
+      files.push(file);
+    }
+  }
+  const { shapes, ...result } = run.result;
+  return {
+    files, shape: shapes.output ?? null, ...result,
+    ...loadFacts(loaded, browser),
+    warnings: loaded.info.warnings,
+    ep: a.ep ?? null,
+    threads: loaded.info.threads,
+    run_wall_ms: run.wallMs,
+  };
+}
+
 /** --text: speak through the worker, write the worker's WAV to a.out. */
 async function speakBundle(a, page, loaded, browser, offsite) {
   let run;
@@ -151,11 +267,10 @@ async function speakBundle(a, page, loaded, browser, offsite) {
   return {
     ...run.result,
     out: a.out,
-    sessions: loaded.info.sessions,
+    ...loadFacts(loaded, browser),
     warnings: [...loaded.info.warnings, ...run.result.warnings],
     ep: a.ep ?? null,
     threads: a.threads ?? null,
-    browser: { version: browser.version(), boot_ms: loaded.info.bootMs, load_ms: loaded.info.loadMs, load_wall_ms: loaded.wallMs },
     speak_wall_ms: run.wallMs,
     first_audio_ms: run.sentences[0]?.ms ?? null,
   };
@@ -172,10 +287,9 @@ async function audioBundle(a, page, loaded, browser, offsite) {
   const { probabilities: _, events: __, ...result } = run.result;
   return {
     ...result,
-    sessions: loaded.info.sessions,
+    ...loadFacts(loaded, browser),
     warnings: loaded.info.warnings,
     ep: a.ep ?? null,
-    browser: { version: browser.version(), boot_ms: loaded.info.bootMs, load_ms: loaded.info.loadMs, load_wall_ms: loaded.wallMs },
     detect_wall_ms: run.wallMs,
   };
 }
@@ -190,11 +304,10 @@ async function transcribeBundle(a, page, loaded, browser, offsite, samples, samp
   const { text, tokens, audio_seconds, compute_seconds, windows, finish_reason } = run.result;
   return {
     text, tokens, audio_seconds, compute_seconds, windows, finish_reason,
-    sessions: loaded.info.sessions,
+    ...loadFacts(loaded, browser),
     warnings: loaded.info.warnings,
     ep: a.ep ?? null,
     threads: loaded.info.threads,
-    browser: { version: browser.version(), boot_ms: loaded.info.bootMs, load_ms: loaded.info.loadMs, load_wall_ms: loaded.wallMs },
     transcribe_wall_ms: run.wallMs,
   };
 }
@@ -217,6 +330,10 @@ async function main() {
     } else if (a.audio !== undefined && out.segments) {
       for (const [start, end] of out.segments) console.log(`${start.toFixed(3)}\t${end.toFixed(3)}`);
       process.stderr.write(`[${out.segments.length} segment(s) in ${out.audio_seconds.toFixed(2)} s of audio; ${out.compute_seconds.toFixed(3)} s compute]\n`);
+    } else if (a.once) {
+      const seed = out.seed !== undefined ? `, seed ${out.seed}` : '';
+      process.stderr.write(`${out.files.join(', ') || 'no --out'}: output ${JSON.stringify(out.shape)}, ${out.compute_seconds.toFixed(2)} s${seed}` +
+        `${out.finish_reason === 'done' ? '' : ` (${out.finish_reason} after ${out.steps} step(s))`}\n`);
     } else if (a.text !== undefined) {
       process.stderr.write(`${out.out}: ${out.audio_seconds.toFixed(2)} s of audio at ${out.sample_rate} Hz in ` +
         `${out.compute_seconds.toFixed(2)} s (${out.real_time_factor.toFixed(1)}x real time, ${out.sentences.length} sentence(s))\n`);

@@ -14,7 +14,8 @@ PACKAGE = Path(__file__).resolve().parents[2] / "py" / "onnxpipe"
 NATIVE_ONLY = {"backends/native.py", "text/native.py"}          # CPython + onnxruntime/tokenizers
 CPYTHON_ONLY_DIRS = {"export"}                                   # model builders (`make models`)
 BROWSER_MODULES = {"js", "pyodide", "ort", "onnxpipe_js"}
-LAZY_NATIVE = {"text/chat_template.py": {"jinja2"}}             # imported only when rendering natively
+LAZY_NATIVE = {"text/chat_template.py": {"jinja2"},             # imported only when rendering natively
+               "image/files.py": {"PIL"}}                       # image files natively (the CLI)
 
 
 def imported_names(path: Path) -> set[str]:

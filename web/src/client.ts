@@ -1,9 +1,10 @@
 // The page's only way to talk to the runtime worker: typed requests in, typed events out.
 
 import type {
-  ChatMessage, ControlValue, Event, ExecutionProvider, GenerationResult, LoadedInfo, Request, SearchOptions,
+  ChatMessage, ControlValue, Event, ExecutionProvider, GenerationResult, ImageInput, LoadedInfo, Request, RunOptions, RunOutput, SearchOptions,
   SentenceInfo, ThreadChoice, SpeechResult, StoredBundle, TensorInput, TranscriptWindow, TranscriptionResult, VoiceActivityResult, WasmMemory,
 } from './protocol';
+import { PING_EVERY_MS, WorkerWatch } from './runtime-watch';
 
 export class RuntimeError extends Error {
   constructor(readonly kind: string, message: string) {
@@ -25,6 +26,7 @@ export interface GenerateRequest {
   prompt?: string;
   inputIds?: number[];
   options?: SearchOptions;
+  images?: ImageInput[]; // vision-language bundles (docs/vision-language.md)
   onToken?: (text: string, tokenIds: number[]) => void;
 }
 
@@ -36,10 +38,51 @@ export interface SpeakRequest {
   onAudio?: (samples: Float32Array, sampleRate: number, sentence: SentenceInfo, index: number) => void;
 }
 
+/** A one-pass bundle's run (LoadedInfo.kind 'image': text-to-image by denoising). */
+export interface RunRequest {
+  inputs?: Record<string, TensorInput>;
+  controls?: Record<string, ControlValue>;
+  options?: RunOptions;
+  /** after each denoising step (step counts from 1) */
+  onStep?: (step: number, steps: number) => void;
+}
+
 export interface Speech {
   result: SpeechResult;
   wav: Uint8Array; // 16-bit PCM WAV of the whole text (encoded by onnxpipe's Python in the worker)
 }
+
+/** Self-healing, as the page should show it: the worker died (a new one is starting and the
+ * bundle that was loaded is loading again from this device's storage), the bundle is back
+ * (``info``: null when none had been loaded; ``ep`` the provider it now runs on: 'wasm' after a
+ * lost WebGPU device), or it could not be brought back (the page must load again). */
+export type RuntimeStatus =
+  | { state: 'stopped'; reason: string }
+  | { state: 'restored'; reason: string; info: LoadedInfo | null; ep: ExecutionProvider }
+  | { state: 'failed'; reason: string; message: string };
+
+/** After this many deaths with no successful reload between them, stop reloading. */
+const MAX_DEATHS_IN_A_ROW = 3;
+
+/** Test hooks, only on a page opened with ``?onnxpipe-debug`` (RuntimeClient.debug). */
+export interface RuntimeDebug {
+  /** terminate the worker behind the client's back, as a crash would */
+  killWorker(): void;
+  /** the next engine run in the worker traps (wasm 'unreachable') */
+  trapNextRun(): Promise<void>;
+  /** destroy the worker's WebGPU device (GPUDevice.destroy()) */
+  loseGpuDevice(): Promise<void>;
+  /** the worker spins forever (holding its lock): only the heartbeat, 250 ms a beat here, sees it */
+  hangWorker(): Promise<void>;
+}
+
+const debugFlag = (): boolean => {
+  try {
+    return new URLSearchParams(self.location.search).has('onnxpipe-debug');
+  } catch {
+    return false;
+  }
+};
 
 /** What a 'listen' reports: speech started, or ended (with the utterance's samples). */
 export type SpeechEvent = Extract<Event, { type: 'speech' }>;
@@ -54,7 +97,18 @@ const defaultWorker = (): Worker =>
   new Worker(new URL('../../workers/runtime.worker.ts', import.meta.url), { type: 'module' });
 
 export class RuntimeClient {
-  private worker: Worker;
+  private worker!: Worker;
+  private watch: WorkerWatch | null = null;
+  /** The last load that succeeded: loaded again into a replacement worker. */
+  private lastLoad: { bundleUrl: string; options: LoadOptions } | null = null;
+  /** Set while a replacement worker reloads; other requests wait for it. */
+  private restoring: Promise<void> | null = null;
+  private deathsInRow = 0;
+  /** Gave up restarting (runtime-watch.ts): requests fail until a load starts a worker. */
+  private dead = false;
+  private readonly statusListeners = new Set<(status: RuntimeStatus) => void>();
+  /** Test hooks (``?onnxpipe-debug`` in the page's URL), else null. */
+  readonly debug: RuntimeDebug | null;
   private nextId = 1;
   private readonly pending = new Map<number, Pending>();
   private generating: number | null = null;
@@ -69,21 +123,100 @@ export class RuntimeClient {
 
   /** ``makeWorker`` starts a runtime worker (tests pass their own). */
   constructor(private readonly makeWorker: () => Worker = defaultWorker) {
-    this.worker = this.start();
+    const debug = debugFlag();
+    this.debug = debug ? {
+      killWorker: () => this.worker.terminate(),
+      trapNextRun: () => this.send<void>({ type: 'crash', id: this.nextId++, how: 'trap' }),
+      loseGpuDevice: () => this.send<void>({ type: 'crash', id: this.nextId++, how: 'gpu-device' }),
+      hangWorker: () => this.send<void>({ type: 'crash', id: this.nextId++, how: 'hang' }),
+    } : null;
+    this.start();
   }
 
-  private start(): Worker {
+  /** Start a worker and watch it (runtime-watch.ts): its death replaces it. */
+  private start(): void {
     const worker = this.makeWorker();
-    worker.onmessage = (message: MessageEvent<Event>) => this.dispatch(message.data);
-    worker.onerror = (error) => this.failAll(`worker failed: ${error.message}`);
-    return worker;
+    this.worker = worker;
+    const died = (reason: string, gpuLost = false): void => {
+      if (this.worker === worker) this.died(reason, gpuLost);
+    };
+    worker.onmessage = (message: MessageEvent<Event>) => {
+      const event = message.data;
+      if (event.type === 'watching') this.watch?.watching(event.locks);
+      else if (event.type === 'pong') this.watch?.pong();
+      else if (event.type === 'fatal') died(event.reason, event.gpuLost);
+      else this.dispatch(event);
+    };
+    worker.onerror = (error) => died(`an uncaught error in the worker (${error.message || 'no message'})`);
+    worker.onmessageerror = () => died('a message from the worker could not be read');
+    this.watch = new WorkerWatch(worker, () => this.pending.size === 0, (reason) => died(reason), this.debug ? 250 : PING_EVERY_MS);
+    this.watch.start(this.nextId++, this.debug !== null);
   }
 
-  private failAll(message: string): void {
+  /** Stop watching and end the worker (a new load, terminate(), or its death). */
+  private stop(): void {
+    this.watch?.stop();
+    this.watch = null;
+    this.worker.onmessage = this.worker.onerror = this.worker.onmessageerror = null;
+    this.worker.terminate();
+  }
+
+  /** Reject everything in flight; ``listening``: also tell the running 'listen' (its worker died). */
+  private failAll(kind: string, message: string, listening = false): void {
     for (const [id, p] of this.pending) {
-      p.reject(new RuntimeError('internal', message));
+      p.reject(new RuntimeError(kind, message));
       this.pending.delete(id);
     }
+    const listener = this.listener;
+    if (!listening || !listener) return;
+    this.listener = null;
+    listener.onError(new RuntimeError(kind, message));
+  }
+
+  /** The worker died: fail what was in flight, start a new one, load the last bundle again
+   * (from this device's storage: its files were stored and verified by the first load). */
+  private died(reason: string, gpuLost: boolean): void {
+    this.stop();
+    const givingUp = ++this.deathsInRow > MAX_DEATHS_IN_A_ROW;
+    this.failAll('stopped', `the runtime stopped: ${reason}; ${givingUp ? 'load a bundle again' : 'restarting'}`, true);
+    this.emit({ state: 'stopped', reason });
+    if (givingUp) {
+      // no new worker: one that dies as it starts would be replaced forever; a load starts one
+      this.dead = true;
+      this.lastLoad = null;
+      this.restoring = null;
+      this.emit({ state: 'failed', reason, message: `the runtime stopped ${this.deathsInRow} times in a row (last: ${reason}); load a bundle again` });
+      return;
+    }
+    this.start();
+    const last = this.lastLoad;
+    const booted = this.booted;
+    // a lost WebGPU device: go on with WASM (a new device may fail the same way)
+    if (last && gpuLost) last.options = { ...last.options, ep: 'wasm' };
+    const restore = async (): Promise<void> => {
+      let info: LoadedInfo | null = null;
+      if (last) info = await this.loadInWorker(last.bundleUrl, last.options);
+      else if (booted) await this.send<ThreadChoice>({ type: 'boot', id: this.nextId++, ep: booted.ep, threads: booted.threads }, undefined, true);
+      if (last || booted) this.deathsInRow = 0;   // else nothing showed the new worker works
+      this.emit({ state: 'restored', reason, info, ep: last?.options.ep ?? booted?.ep ?? 'wasm' });
+    };
+    const restoring = restore().catch((error: unknown) => {
+      // superseded by a newer death or a load of the page's own: that one reports
+      if (this.restoring === restoring) this.emit({ state: 'failed', reason, message: error instanceof Error ? error.message : String(error) });
+    }).finally(() => {
+      if (this.restoring === restoring) this.restoring = null;
+    });
+    this.restoring = restoring;
+  }
+
+  private emit(status: RuntimeStatus): void {
+    for (const listener of this.statusListeners) listener(status);
+  }
+
+  /** Hear of the worker's death and of the reload that follows (RuntimeStatus); returns an unsubscribe. */
+  onStatus(listener: (status: RuntimeStatus) => void): () => void {
+    this.statusListeners.add(listener);
+    return () => this.statusListeners.delete(listener);
   }
 
   private dispatch(event: Event): void {
@@ -97,6 +230,7 @@ export class RuntimeClient {
       case 'token':
       case 'audio':
       case 'transcript':
+      case 'step':
         pending.onEvent?.(event);
         return;
       case 'error':
@@ -123,6 +257,10 @@ export class RuntimeClient {
       case 'memory':
         this.pending.delete(event.id);
         pending.resolve(event.memory);
+        return;
+      case 'ran':
+        this.pending.delete(event.id);
+        pending.resolve({ result: event.result, outputs: event.outputs, images: event.images });
         return;
       case 'speechDetected':
       case 'transcribed':
@@ -152,7 +290,11 @@ export class RuntimeClient {
     }
   }
 
-  private send<T>(request: Request, onEvent?: (event: Event) => void): Promise<T> {
+  /** Post ``request`` and wait for its answer; while a replacement worker reloads the bundle,
+   * first wait for that (``now``: the reload's own requests). */
+  private async send<T>(request: Request, onEvent?: (event: Event) => void, now = false): Promise<T> {
+    if (!now && this.restoring) await this.restoring;
+    if (this.dead) throw new RuntimeError('stopped', `the runtime stopped; load a bundle again before "${request.type}"`);
     return new Promise<T>((resolve, reject) => {
       this.pending.set(request.id, { resolve: resolve as (v: unknown) => void, reject, onEvent });
       this.worker.postMessage(request);
@@ -164,15 +306,26 @@ export class RuntimeClient {
    * Each load after the first starts a fresh worker: the old bundle's memory goes with it,
    * and onnxruntime-web's build (WASM or WebGPU) and thread count are chosen anew (its WebGPU
    * kernels also misbehave when a second model with another vocabulary shares a worker). */
-  load(bundleUrl: string, options: LoadOptions = {}): Promise<LoadedInfo> {
+  async load(bundleUrl: string, options: LoadOptions = {}): Promise<LoadedInfo> {
     const booted = this.booted;
     const bootFits = !booted || ((booted.ep ?? 'wasm') === (options.ep ?? 'wasm') && booted.threads === options.threads);
-    if (this.loads++ > 0 || !bootFits) {
-      this.worker.terminate();
-      this.failAll('a new bundle is loading');
-      this.worker = this.start();
+    this.restoring = null;   // this load replaces any reload under way
+    if (this.loads > 0 || !bootFits || this.dead) {
+      this.stop();
+      this.failAll('internal', 'a new bundle is loading');
+      this.dead = false;
+      this.start();
     }
     this.booted = null;
+    this.lastLoad = null;
+    const info = await this.loadInWorker(bundleUrl, options);
+    this.lastLoad = { bundleUrl, options };
+    this.deathsInRow = 0;
+    return info;
+  }
+
+  private loadInWorker(bundleUrl: string, options: LoadOptions): Promise<LoadedInfo> {
+    this.loads++;
     const request: Request = {
       type: 'load', id: this.nextId++, bundleUrl, ep: options.ep, variant: options.variant, dtype: options.dtype,
       threads: options.threads,
@@ -180,7 +333,7 @@ export class RuntimeClient {
     };
     return this.send<LoadedInfo>(request, (event) => {
       if (event.type === 'progress') options.onProgress?.(event);
-    });
+    }, true);
   }
 
   /** Start the runtime now (Pyodide, onnxruntime-web, the Python entry), before any load: the
@@ -200,7 +353,7 @@ export class RuntimeClient {
     this.generating = id;
     const message: Request = {
       type: 'generate', id, messages: request.messages, prompt: request.prompt,
-      inputIds: request.inputIds, options: request.options,
+      inputIds: request.inputIds, options: request.options, images: request.images,
     };
     try {
       return await this.send<GenerationResult>(message, (event) => {
@@ -221,6 +374,22 @@ export class RuntimeClient {
       const message: Request = { type: 'speak', id, text: request.text, controls: request.controls, inputs: request.inputs };
       return await this.send<Speech>(message, (event) => {
         if (event.type === 'audio') request.onAudio?.(event.samples, event.sampleRate, event.sentence, event.index);
+      });
+    } finally {
+      if (this.generating === id) this.generating = null;
+    }
+  }
+
+  /** Run a one-pass bundle once (text-to-image: the image's RGBA pixels and PNG in ``images``);
+   * cancel() stops between denoising steps (finish_reason 'cancelled', no outputs). */
+  async run(request: RunRequest): Promise<RunOutput> {
+    const id = this.nextId++;
+    if (this.cancelFlag) Atomics.store(this.cancelFlag, 0, 0);
+    this.generating = id;
+    try {
+      const message: Request = { type: 'run', id, inputs: request.inputs, controls: request.controls, options: request.options };
+      return await this.send<RunOutput>(message, (event) => {
+        if (event.type === 'step') request.onStep?.(event.step, event.steps);
       });
     } finally {
       if (this.generating === id) this.generating = null;
@@ -302,6 +471,7 @@ export class RuntimeClient {
   /** Stop the running generation within one step; its promise resolves with what was made. */
   cancel(): Promise<void> {
     if (this.cancelFlag) Atomics.store(this.cancelFlag, 0, 1);
+    if (this.restoring) return Promise.resolve();   // nothing runs while the bundle reloads
     return this.send<void>({ type: 'cancel', id: this.nextId++ });
   }
 
@@ -331,7 +501,10 @@ export class RuntimeClient {
     return this.send<void>({ type: 'dispose', id: this.nextId++ });
   }
 
+  /** End the worker for good (no restart). */
   terminate(): void {
-    this.worker.terminate();
+    this.restoring = null;
+    this.lastLoad = null;
+    this.stop();
   }
 }

@@ -17,6 +17,7 @@ import { initialState, type ChatState } from './chat/state';
 import { StartupLine } from './chat/startup';
 import { StatsLine } from './chat/stats';
 import { mountStoragePanel } from './storage/panel';
+import { RuntimeNotice } from './runtime-notice';
 
 declare global {
   interface Window {
@@ -73,6 +74,7 @@ function start(): void {
     }
     window.__onnxpipe = { client, state, controller };
     if (client) mountStoragePanel(view.root.querySelector('aside.side') ?? view.root, client);
+    if (client) view.error.root.before(new RuntimeNotice(client).root);   // the worker died / healed
     view.loader.setBundles(await bundles);
     if (controller) controller.setStatus(state.status);
   })();

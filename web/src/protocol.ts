@@ -18,6 +18,14 @@ export interface SearchOptions {
   ignore_eos?: boolean;
   suppress_tokens?: number[]; // ids never generated
   suppress_tokens_at_start?: number[]; // ids not generated as a call's first new token
+  min_length?: number; // end ids masked until the ids (prompt included) are this long
+  min_new_tokens?: number; // end ids masked until this many new tokens
+  no_repeat_ngram_size?: number; // no n-gram of this size generated twice
+  // beam search (greedy only): the result's `sequences` holds the num_return_sequences best beams
+  num_beams?: number;
+  length_penalty?: number; // a finished beam's score: log-probability sum / new tokens ** this
+  early_stopping?: boolean | 'never';
+  num_return_sequences?: number; // 1..num_beams
   // drafts verified several tokens per decoder pass; null turns off the bundle's default
   speculative?: SpeculativeOptions | null;
 }
@@ -36,6 +44,15 @@ export interface SpeculationStats {
   acceptance_rate: number;
 }
 
+/** Per-call options of a denoising loop (as `python -m onnxpipe run` --seed, --steps,
+ * --guidance-scale, --scheduler); absent: the bundle's generation defaults. */
+export interface RunOptions {
+  seed?: number;
+  num_steps?: number;
+  guidance_scale?: number; // > 1: classifier-free guidance
+  scheduler?: string; // euler_discrete or ddim
+}
+
 export interface ChatMessage {
   role: 'system' | 'user' | 'assistant';
   content: string;
@@ -46,6 +63,10 @@ export interface TensorInput {
   values: number[];
   shape: number[];
 }
+
+/** An image for a vision-language bundle: an encoded file (PNG, JPEG, ...; the worker decodes
+ * it with createImageBitmap) or decoded RGB bytes (width * height * 3, row by row). */
+export type ImageInput = Blob | { rgb: Uint8Array; width: number; height: number };
 
 export type Request =
   | {
@@ -61,6 +82,7 @@ export type Request =
       prompt?: string;
       inputIds?: number[];
       options?: SearchOptions;
+      images?: ImageInput[]; // vision-language bundles: one image token in the prompt per image
     }
   | {
       // text -> audio, sentence by sentence (bundles whose pipeline.output has "audio")
@@ -69,6 +91,15 @@ export type Request =
       text: string;
       controls?: Record<string, ControlValue>; // pipeline.inputs by name (e.g. noise_scale, voice)
       inputs?: Record<string, TensorInput>; // other pipeline inputs (e.g. a reference voice's audio_values)
+    }
+  | {
+      // a one-pass bundle once (denoising: text-to-image; single_pass): 'step' events while a
+      // denoising loop runs, then 'ran'; cancel stops between steps
+      type: 'run';
+      id: number;
+      inputs?: Record<string, TensorInput>; // pipeline inputs (e.g. input_ids or prompt_embeds)
+      controls?: Record<string, ControlValue>; // pipeline.inputs by name
+      options?: RunOptions;
     }
   | { type: 'cancel'; id: number }
   // start the runtime before any load (the page does at once): answered by 'booted'; a load with
@@ -89,10 +120,18 @@ export type Request =
   // models kept on this device (workers/storage/): list them, or remove one (answered by 'stored')
   | { type: 'storage'; id: number; op: 'list' }
   | { type: 'storage'; id: number; op: 'remove'; key: string }
-  | { type: 'memory'; id: number }; // the worker's wasm heap sizes: answered by 'memory'
+  | { type: 'memory'; id: number } // the worker's wasm heap sizes: answered by 'memory'
+  // self-healing (web/src/runtime-watch.ts): the worker holds the Web Lock ``lock`` while it lives
+  // (answered by 'watching'); 'ping' is answered by 'pong' (the idle heartbeat)
+  | { type: 'watch'; id: number; lock: string; debug: boolean }
+  | { type: 'ping'; id: number }
+  // test only (refused unless 'watch' had debug): make the next engine run trap like a wasm
+  // 'unreachable', destroy the WebGPU device, or spin forever once answered (a hung worker)
+  | { type: 'crash'; id: number; how: 'trap' | 'gpu-device' | 'hang' };
 
 export type ErrorKind =
-  | 'config' | 'bundle' | 'input' | 'engine' | 'quota' | 'network' | 'integrity' | 'text' | 'internal';
+  | 'config' | 'bundle' | 'input' | 'engine' | 'quota' | 'network' | 'integrity' | 'text' | 'internal'
+  | 'stopped'; // the runtime worker died (client.ts restarts it and reloads the bundle)
 
 export interface SessionInfo {
   provider: string;
@@ -138,7 +177,7 @@ export interface StartupTimings {
 
 export interface LoadedInfo {
   bundle: string;
-  kind: 'text' | 'speech' | 'voice-activity' | 'transcription'; // speech: 'speak'; text: 'generate'; voice-activity: 'detectSpeech' or 'listen'; transcription: 'transcribe'
+  kind: 'text' | 'speech' | 'voice-activity' | 'transcription' | 'image'; // image: 'run'; speech: 'speak'; text: 'generate'; voice-activity: 'detectSpeech' or 'listen'; transcription: 'transcribe'
   sampleRate: number | null; // speech bundles: of their audio; voice-activity and transcription: the rate they take; else null
   controls: ControlInfo[];
   sessions: Record<string, SessionInfo>;
@@ -164,6 +203,16 @@ export interface GenerationResult {
   prefill_ms: number;
   decode_tokens_per_s: number;
   speculative?: SpeculationStats;
+  sequences?: BeamSequence[]; // beam search only: best first; tokens/text above are the first's
+  padded?: number[][]; // beam search with tokens.pad: those sequences' tokens filled with it to the longest
+}
+
+/** One sequence beam search returned; score is transformers' sequences_scores. */
+export interface BeamSequence {
+  tokens: number[];
+  text?: string;
+  score: number;
+  finish_reason: string | null;
 }
 
 export interface SentenceInfo {
@@ -227,6 +276,33 @@ export interface TranscriptionResult {
   finish_reason: 'done' | 'cancelled';
 }
 
+/** What a 'run' did: the options it ran with (the seed it picked included), the shapes of its
+ * outputs and the steps done; cancelled: stopped between steps, with no outputs. */
+export interface RunResult extends RunOptions {
+  compute_seconds: number;
+  shapes: Record<string, number[]>;
+  steps: number; // denoising steps done (0 for a single pass)
+  finish_reason: 'done' | 'cancelled';
+}
+
+/** One image of pipeline.output.image: 8-bit pixels, row by row (channels interleaved), the
+ * same as RGBA for an ImageData, and the PNG file. */
+export interface ImageOutput {
+  width: number;
+  height: number;
+  channels: number; // 1, 3 or 4
+  pixels: Uint8Array;
+  rgba: Uint8ClampedArray;
+  png: Uint8Array;
+}
+
+/** The outputs of a 'run': float tensors as Float32Array, others as numbers. */
+export interface RunOutput {
+  result: RunResult;
+  outputs: Record<string, { shape: number[]; values: Float32Array | number[] }>;
+  images: ImageOutput[];
+}
+
 /** Bytes of the worker's WebAssembly heaps now; a wasm heap never shrinks, so this is its peak
  * so far. null: that runtime has not started yet. */
 export interface WasmMemory {
@@ -266,6 +342,8 @@ export type Event =
       sentence: SentenceInfo;
     }
   | { type: 'spoken'; id: number; result: SpeechResult; wav: Uint8Array } // 16-bit PCM WAV of all of it
+  | { type: 'step'; id: number; step: number; steps: number } // a 'run' finished denoising step ``step`` of ``steps``
+  | ({ type: 'ran'; id: number } & RunOutput) // answers 'run'
   | { type: 'cancelled'; id: number }
   | { type: 'booted'; id: number; threads: ThreadChoice } // answers 'boot' once the runtime is up
   | { type: 'disposed'; id: number }
@@ -288,4 +366,9 @@ export type Event =
   | { type: 'speechDetected'; id: number; result: VoiceActivityResult } // answers 'detectSpeech'
   | { type: 'transcript'; id: number; window: TranscriptWindow } // each window as it is done
   | { type: 'transcribed'; id: number; result: TranscriptionResult } // answers 'transcribe'
-  | { type: 'error'; id: number; kind: ErrorKind; message: string };
+  | { type: 'error'; id: number; kind: ErrorKind; message: string }
+  | { type: 'watching'; id: number; locks: boolean } // locks: false where the frame has no Web Locks
+  | { type: 'pong'; id: number }
+  // the engine is unusable (a wasm trap, out of memory, Pyodide's fatal error, the WebGPU device
+  // lost): the request ``id`` failed and the client replaces the worker
+  | { type: 'fatal'; id: number; reason: string; gpuLost: boolean };

@@ -51,6 +51,10 @@ def _infos(args) -> dict[str, TensorInfo]:
             for a in args}
 
 
+# options whose values are onnxruntime enums, given by name in pipeline.json ("ORT_ENABLE_ALL")
+_ENUM_OPTIONS = {"graph_optimization_level": ort.GraphOptimizationLevel, "execution_mode": ort.ExecutionMode}
+
+
 class NativeBackend:
     """Runs sessions with onnxruntime; tensors are OrtValues."""
 
@@ -79,8 +83,6 @@ class NativeBackend:
             so.intra_op_num_threads = self.threads
         so.add_session_config_entry("session.intra_op.allow_spinning", "1" if self.spinning else "0")
         for key, value in options.items():
-            if key == "provider_options":
-                continue
             if "." in key:  # onnxruntime config entries, e.g. "session.intra_op.allow_spinning"
                 so.add_session_config_entry(key, str(value))
                 continue
@@ -91,9 +93,18 @@ class NativeBackend:
                 raise ConfigError(f'unknown session option "{key}".{tip} Valid: {", ".join(valid)}, or an '
                                   'onnxruntime config entry such as "session.intra_op.allow_spinning"',
                                   path=f"{where}.{key}")
-            if key == "graph_optimization_level" and isinstance(value, str):
-                value = getattr(ort.GraphOptimizationLevel, value)
-            setattr(so, key, value)
+            enum = _ENUM_OPTIONS.get(key)
+            if enum is not None and isinstance(value, str):
+                names = [n for n in dir(enum) if n.startswith("ORT_")]
+                if value not in names:
+                    raise ConfigError(f"expected one of {', '.join(names)}, found {value!r}", path=f"{where}.{key}")
+                value = getattr(enum, value)
+            try:
+                setattr(so, key, value)
+            except TypeError:
+                raise ConfigError(f"expected a value of the type of onnxruntime's SessionOptions.{key} "
+                                  f"({type(getattr(so, key)).__name__}), found {value!r}",
+                                  path=f"{where}.{key}") from None
         return so
 
     def open_session(self, name: str, path: str, providers: Sequence[str],

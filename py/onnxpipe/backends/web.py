@@ -23,6 +23,7 @@ from pyodide.ffi import JsException, run_sync, to_js  # type: ignore[import-not-
 
 from ..errors import EngineError
 from . import half
+from .web_options import web_session_options
 from .base import TensorInfo
 
 _OBJECT = {"dict_converter": js.Object.fromEntries}
@@ -97,7 +98,7 @@ class WebBackend:
         provider = providers[0] if providers else "wasm"
         rel = os.path.relpath(path, self.bundle_dir).replace(os.sep, "/")
         opts: dict[str, Any] = {"executionProviders": [provider]}
-        opts.update({k: v for k, v in options.items() if "." not in k})
+        opts.update(web_session_options(options, f"sessions.{name}.session_options"))
         if provider == "webgpu":
             opts.setdefault("preferredOutputLocation", "gpu-buffer")   # KV stays on the GPU
         data_dir = os.path.dirname(rel)

@@ -14,13 +14,17 @@ from .parse import describe
 FILE = "genai_config.json"
 # genai search keys we carry over as generation.sampling defaults (same names in v2).
 _SAMPLING_KEYS = ("do_sample", "temperature", "top_k", "top_p", "repetition_penalty",
-                  "num_beams", "no_repeat_ngram_size", "random_seed")
+                  "num_beams", "no_repeat_ngram_size", "random_seed", "length_penalty",
+                  "early_stopping", "num_return_sequences")
 _UNSUPPORTED_SECTIONS = ("encoder", "vision", "speech", "embedding")
 _SLIDING_KEYS = ("window_size", "layers", "cache_slack", "slide_key_value_cache", "slide_inputs",
                  "alignment", "pad_value")
 
 
-def _pattern(name: str) -> str:
+def _pattern(name: Any, file: str, path: str) -> str:
+    if not isinstance(name, str):
+        raise ConfigError(f'expected a tensor name pattern (a string with "%d" for the layer), '
+                          f"found {describe(name)}", file=file, path=path)
     return name.replace("%d", "{layer}")
 
 
@@ -91,7 +95,12 @@ def translate(genai: dict[str, Any], file: str = FILE) -> dict[str, Any]:
 
     session: dict[str, Any] = {"file": decoder["filename"]}
     options = dict(decoder.get("session_options", {}))
-    providers = [next(iter(p)) for p in options.pop("provider_options", []) if p]
+    listed = options.pop("provider_options", [])
+    where = "$.model.decoder.session_options.provider_options"
+    if not isinstance(listed, list) or not all(isinstance(p, dict) for p in listed):
+        raise ConfigError(f'expected a list of objects such as [{{"cpu": {{}}}}], found {describe(listed)}',
+                          file=file, path=where)
+    providers = [next(iter(p)) for p in listed if p]
     if providers:   # none listed means "the default one", whichever engine runs it
         session["execution_provider"] = providers
     options.pop("log_id", None)
@@ -107,10 +116,14 @@ def translate(genai: dict[str, Any], file: str = FILE) -> dict[str, Any]:
     share = bool(search.get("past_present_share_buffer", False))
     kv = {
         "format": "shared_buffer" if share else "separate",
-        "past_key_pattern": _pattern(inputs.get("past_key_names", "past_key_values.%d.key")),
-        "past_value_pattern": _pattern(inputs.get("past_value_names", "past_key_values.%d.value")),
-        "present_key_pattern": _pattern(outputs.get("present_key_names", "present.%d.key")),
-        "present_value_pattern": _pattern(outputs.get("present_value_names", "present.%d.value")),
+        "past_key_pattern": _pattern(inputs.get("past_key_names", "past_key_values.%d.key"), file,
+                                     "$.model.decoder.inputs.past_key_names"),
+        "past_value_pattern": _pattern(inputs.get("past_value_names", "past_key_values.%d.value"), file,
+                                       "$.model.decoder.inputs.past_value_names"),
+        "present_key_pattern": _pattern(outputs.get("present_key_names", "present.%d.key"), file,
+                                        "$.model.decoder.outputs.present_key_names"),
+        "present_value_pattern": _pattern(outputs.get("present_value_names", "present.%d.value"), file,
+                                          "$.model.decoder.outputs.present_value_names"),
     }
     for key, name in (("num_heads", "num_key_value_heads"), ("head_size", "head_size")):
         if isinstance(decoder.get(name), int):

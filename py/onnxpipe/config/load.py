@@ -31,6 +31,9 @@ def read_json(path: str) -> object:
             text = fh.read()
     except OSError as exc:
         raise BundleError(f"{path}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"not UTF-8 text: byte 0x{exc.object[exc.start]:02x} at offset {exc.start}",
+                          file=path, path="$") from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:

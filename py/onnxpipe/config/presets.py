@@ -14,10 +14,14 @@ PRESETS: dict[str, dict[str, Any]] = {
         "pipeline": {"flow": [{"run": "decoder", "when": "step"}]},
         "generation": {"loop": "autoregressive"},
     },
+    # each image through the vision session on its own (images differ in size); the embedding
+    # runs every step, its rows at the image tokens replaced by the image features
     "vision-language": {
         "pipeline": {"flow": [
-            {"run": "vision", "when": "init", "optional": True},
-            {"run": "embedding", "when": "init"},
+            {"run": "vision", "when": "init", "loop": "per_image", "loop_over": "pixel_values",
+             "optional": True},
+            {"run": "embedding", "when": "step",
+             "merge": {"from": "vision.image_features", "into": "inputs_embeds", "token": "image_token"}},
             {"run": "decoder", "when": "step"},
         ]},
         "generation": {"loop": "autoregressive"},

@@ -17,6 +17,7 @@ KV_FORMATS = ("auto", "separate", "combined", "shared_buffer")
 POSITION_STRATEGIES = ("auto", "default", "mrope_3d", "windowed")
 GENERATION_LOOPS = ("autoregressive", "single_pass", "streaming", "denoising")
 SPECULATIVE_METHODS = ("prompt_lookup",)   # search/speculative.py's DRAFTERS
+SCHEDULERS = ("euler_discrete", "ddim")       # diffusion/'s SCHEDULERS
 DTYPES = ("float32", "float16", "int64", "int32", "int8", "uint8", "bool")
 
 
@@ -71,6 +72,17 @@ class DynamicShape:
 
 
 @dataclass(frozen=True)
+class MergeFeatures:
+    """Rows of an earlier session's output written over this step's output, one per position
+    of a placeholder token (a vision-language model's image features at its image tokens)."""
+
+    from_: str = spec(None, "session.output: one row per placeholder, in order", required=True)
+    into: str = spec(None, "this step's output they are written into, [batch, seq, hidden]",
+                     required=True)
+    token: str = spec("image_token", "the tokens.extra key whose id marks the positions")
+
+
+@dataclass(frozen=True)
 class FlowStep:
     run: str = spec(None, "session to run", required=True)
     when: str = spec("step", "phase", choices=FLOW_PHASES, aliases=PHASE_ALIASES)
@@ -81,6 +93,8 @@ class FlowStep:
     counter: str | None = spec(None, "input that receives the repeat index")
     optional: bool = spec(False, "skip when its session is missing")
     cross_attention_from: str | None = spec(None, "encoder session whose outputs are frozen")
+    merge: MergeFeatures | None = spec(None, "write an earlier session's rows over this step's "
+                                             "output at a token's positions (engine/merge.py)")
 
 
 @dataclass(frozen=True)
@@ -126,7 +140,10 @@ class KVCacheSpec:
 class PositionIdsSpec:
     strategy: str = spec("auto", "how position ids are made", choices=POSITION_STRATEGIES)
     input_name: str = spec("position_ids", "session input that takes them")
-    grid_source: str | None = spec(None, "session.output giving image grids (mrope_3d)")
+    grid_source: str | None = spec(None, "mrope_3d: session.output giving the image grids [n, 3]; "
+                                         "default: the grids preprocessing.image made")
+    spatial_merge_size: int | None = spec(None, "mrope_3d: grid cells merged into one token along "
+                                                "h and w; default: preprocessing.image's merge_size")
 
 
 @dataclass(frozen=True)
@@ -188,12 +205,23 @@ class SegmentControls:
 
 
 @dataclass(frozen=True)
+class ImageOutput:
+    """The output is an image: values -> 8-bit pixels (diffusion/image.py)."""
+
+    value_range: tuple[float, ...] = spec((-1.0, 1.0), "[low, high] mapped to 0 and 255, clamped "
+                                                        "([-1, 1]: a VAE decoder's output)")
+    layout: str = spec("NCHW", "dims of the tensor: batch, channels (1, 3 or 4), height, width",
+                       choices=("NCHW", "NHWC"))
+
+
+@dataclass(frozen=True)
 class OutputRef:
     session: str = spec(None, "session producing the result", required=True)
     name: str = spec(None, "its output name", required=True)
     audio: AudioOutput | None = spec(None, "the output is a waveform: how to make audio of it")
     segments: SegmentControls | None = spec(None, "the output is a speech probability per chunk "
                                                   "(streaming loop): how segments are made of it")
+    image: ImageOutput | None = spec(None, "the output is an image: how to make pixels of it")
 
 
 @dataclass(frozen=True)
@@ -250,8 +278,16 @@ class Sampling:
     top_p: float = spec(1.0, "nucleus mass")
     min_p: float = spec(0.0, "drop tokens below min_p * best probability")
     repetition_penalty: float = spec(1.0, "penalty on already seen ids")
-    num_beams: int = spec(1, "beam width")
-    no_repeat_ngram_size: int = spec(0, "forbid repeated n-grams")
+    num_beams: int = spec(1, "beam width: > 1 runs beam search (search/beam.py), the decoder "
+                             "batched over the beams")
+    no_repeat_ngram_size: int = spec(0, "n > 0: no n-gram of the ids so far (prompt included) "
+                                        "is generated twice")
+    length_penalty: float = spec(1.0, "beam search: a finished beam's score is its summed "
+                                      "log-probability / (new tokens ** length_penalty)")
+    early_stopping: bool | str = spec(False, 'beam search: true stops once num_beams beams have '
+                                             'finished; false stops when no running beam can beat '
+                                             'them by a heuristic; "never" when none can at all')
+    num_return_sequences: int = spec(1, "beam search: the best finished beams returned (1..num_beams)")
     random_seed: int = spec(-1, "seed; -1 picks one")
 
 
@@ -294,18 +330,45 @@ class Speculative:
 
 
 @dataclass(frozen=True)
+class Denoising:
+    """The denoising loop's wiring (loops/denoising.py): pipeline inputs it gives, the output it
+    reads, the latents' shape and noise. Names are pipeline inputs/outputs: a session input of
+    the same name takes them, or a dataflow wire ("inputs.NAME" / "outputs.NAME")."""
+
+    latent_input: str = spec(None, "pipeline input given the latents each step (scaled for the "
+                                   "scheduler; batch doubled with batched guidance)", required=True)
+    timestep_input: str = spec(None, "pipeline input given the timestep each step (the session "
+                                     "input's dtype; a scalar or one per batch row)", required=True)
+    output: str = spec(None, "pipeline output read each step: the denoiser's prediction (noise, "
+                             "v or x0, per the scheduler's prediction_type)", required=True)
+    latent_shape: tuple[int, ...] = spec((), "the latents' shape, e.g. [1, 4, 64, 64]", required=True)
+    final_input: str | None = spec(None, "pipeline input the final phase gets the denoised latents "
+                                         "as (required when there is a final phase)")
+    latent_scale: float = spec(1.0, "the denoised latents are divided by this before the final phase "
+                                    "(a VAE's scaling_factor, e.g. 0.18215)")
+    seed: int = spec(-1, "seed of the initial noise (diffusion/noise.py); -1 picks one")
+    scheduler_config: Any = spec(None, "scheduler settings as diffusers' scheduler_config.json: an "
+                                       "object, or the name of such a file in the bundle")
+
+
+@dataclass(frozen=True)
 class Generation:
     loop: str = spec("autoregressive", "loop strategy", choices=GENERATION_LOOPS)
     streaming: Streaming | None = spec(None, "chunked input of the streaming loop")
     max_length: int = spec(2048, "prompt + new tokens")
-    min_length: int = spec(0, "no stop before this total length")
+    min_length: int = spec(0, "the end ids are masked in the sampler until the ids (prompt "
+                              "included) are this long")
+    min_new_tokens: int = spec(0, "the end ids are masked in the sampler until this many new tokens")
     sampling: Sampling = spec(doc="search defaults", factory=Sampling)
     stop: Stop = spec(doc="stopping criteria", factory=Stop)
     suppress_tokens: SuppressTokens | None = spec(None, "ids masked out in the sampler graph")
     speculative: Speculative | None = spec(None, "speculative decoding (a search default; per call too)")
-    num_steps: int = spec(0, "denoising steps")
-    scheduler: str | None = spec(None, "denoising scheduler")
-    guidance_scale: float = spec(1.0, "classifier-free guidance")
+    denoising: Denoising | None = spec(None, "the denoising loop's inputs, output and latents")
+    num_steps: int = spec(0, "denoising steps (denoising loop; >= 1 there)")
+    scheduler: str | None = spec(None, "denoising scheduler (else the one scheduler_config's "
+                                       "_class_name names)", choices=SCHEDULERS)
+    guidance_scale: float = spec(1.0, "classifier-free guidance scale; > 1 runs the denoiser on "
+                                      "[unconditional, conditional]")
 
 
 @dataclass(frozen=True)
@@ -353,9 +416,32 @@ class AudioPreprocessing:
 
 
 @dataclass(frozen=True)
+class ExpectedTensor:
+    rank: int | None = spec(None, "rank of the session input it feeds")
+    dtype: str | None = spec(None, "element type of that input", choices=DTYPES)
+
+
+IMAGE_FORMATS = ("transformers", "ort-extensions")
+
+
+@dataclass(frozen=True)
+class ImagePreprocessing:
+    """Images in, Qwen2-VL-style pixel rows and grids out (docs/vision-language.md)."""
+
+    config: str = spec(None, "the processor's JSON in the bundle (transformers' "
+                             "preprocessor_config.json keys)", required=True)
+    format: str = spec("transformers", "the key set of that file (ort-extensions' "
+                                       "image_processor.json uses the same keys)", choices=IMAGE_FORMATS)
+    pixel_values: str = spec("pixel_values", "pipeline input that takes each image's rows")
+    grid_thw: str = spec("image_grid_thw", "pipeline input that takes each image's [1, 3] grid")
+    expected_outputs: dict[str, ExpectedTensor] = spec(
+        doc="checked at load against the session inputs those outputs feed", factory=dict)
+
+
+@dataclass(frozen=True)
 class Preprocessing:
     text: TextPreprocessing | None = spec(None, "tokenizer and chat template")
-    image: dict[str, Any] | None = spec(None, "image processor config")
+    image: ImagePreprocessing | None = spec(None, "images -> pixel rows and grids (image/)")
     audio: AudioPreprocessing | None = spec(None, "waveform input: sample rate and windows")
     phonemes: PhonemesPreprocessing | None = spec(None, "text -> phoneme ids")
 

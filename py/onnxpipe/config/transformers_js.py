@@ -14,7 +14,7 @@ import os
 import re
 from typing import Any
 
-from ..errors import BundleError
+from ..errors import BundleError, ConfigError
 
 CONFIG_FILE = "config.json"
 GENERATION_FILE = "generation_config.json"
@@ -96,11 +96,22 @@ def _read(folder: str, name: str, required: bool) -> dict[str, Any]:
     try:
         with open(path, encoding="utf-8") as fh:
             data = json.load(fh)
-    except (OSError, json.JSONDecodeError) as exc:
+    except (OSError, ValueError) as exc:   # ValueError: bad JSON, or bytes that are not UTF-8
         raise BundleError(f"{path}: cannot read it as JSON: {exc}") from None
     if not isinstance(data, dict):
         raise BundleError(f"{path}: expected a JSON object at the top level")
     return data
+
+
+def _length(doc: dict[str, Any], key: str, folder: str, name: str) -> int | None:
+    """A positive integer length from ``doc[key]`` (None when absent or null)."""
+    value = doc.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ConfigError(f"expected a positive integer, found {value!r}",
+                          file=os.path.join(folder, name), path=f"$.{key}")
+    return value
 
 
 def _ids(value: Any) -> list[int]:
@@ -153,9 +164,10 @@ def translate(folder: str, dtype: str | None = None) -> dict[str, Any]:
         kv["head_size"] = head_size
 
     sampling = {k: gen[k] for k in _SAMPLING_KEYS if k in gen and gen[k] is not None}
-    context = config.get("max_position_embeddings") or 2048
+    context = _length(config, "max_position_embeddings", folder, CONFIG_FILE) or 2048
+    limit = _length(gen, "max_length", folder, GENERATION_FILE) or context
     generation: dict[str, Any] = {"loop": "autoregressive", "sampling": sampling,
-                                  "max_length": min(gen.get("max_length") or context, context)}
+                                  "max_length": min(limit, context)}
     if isinstance(gen.get("min_length"), int):
         generation["min_length"] = gen["min_length"]
     def token_ids(key: str) -> list[int]:   # generation_config.json first, as transformers reads it

@@ -58,12 +58,39 @@ def validate_spec(spec: PipelineSpec, file: str, bundle_dir: str | None = None) 
     check_declarations(pipe.inputs, file)
     from ..loops.streaming import check_config      # here, not at the top: loops import config
     from ..speech.segments import check_declaration
-    from ..search import speculative
+    from ..search import options as search_options, speculative
     check_config(spec, file)
+    from ..loops import denoising
+    from ..diffusion import image
+    denoising.check_config(spec, file, bundle_dir)
+    image.check_declaration(spec, file)
     speculative.check_config(spec, file)
+    search_options.check_config(spec, file)
     check_declaration(spec, file)
+    from ..image.checks import check_config as check_vision
+    check_vision(spec, file)
+    _check_token_extras(spec, file)
     if bundle_dir is not None:
         _check_files(spec, file, bundle_dir)
+
+
+def _check_token_extras(spec: PipelineSpec, file: str) -> None:
+    """Model-specific ids (tokens.image_token, ...) are ids, and something reads each: a flow
+    step merging at it, the image/position code (image_token), or a plugin (which may read any)."""
+    used = {s.merge.token for s in spec.pipeline.flow if s.merge is not None}
+    if spec.preprocessing.image is not None or spec.pipeline.state.position_ids.strategy in ("mrope_3d", "auto"):
+        used.add("image_token")
+    for name, value in spec.tokens.extra.items():
+        path = f"$.tokens.{name}"
+        ids = value if isinstance(value, list) else [value]
+        if not ids or not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in ids):
+            raise ConfigError(f"expected a token id (an integer >= 0) or a list of them, found {value!r}",
+                              file=file, path=path)
+        if spec.pipeline.plugin is None and name not in used:
+            raise ConfigError(f'"{name}" is read by no part of this pipeline: model-specific ids are read '
+                              "by a flow step's merge.token, by the image and position code "
+                              '("image_token", with preprocessing.image or mrope_3d positions) or by a '
+                              "plugin", file=file, path=path)
 
 
 def _check_wires(spec: PipelineSpec, file: str, sessions: set[str]) -> None:
@@ -131,6 +158,13 @@ def _check_output(spec: PipelineSpec, file: str, sessions: set[str]) -> None:
                           f'"{last}", "name": "waveform"}}', file=file, path="$.pipeline.output")
 
 
+def may_be_missing(spec: PipelineSpec, name: str) -> bool:
+    """A session whose file may be absent: declared ``optional``, or run only by flow steps that
+    are (then those steps are skipped, and wires from it become caller inputs)."""
+    steps = [s for s in spec.pipeline.flow if s.run == name]
+    return spec.pipeline.sessions[name].optional or (bool(steps) and all(s.optional for s in steps))
+
+
 def _check_files(spec: PipelineSpec, file: str, bundle_dir: str) -> None:
     for name, session in spec.pipeline.sessions.items():
         variants = session.file.items() if isinstance(session.file, dict) else [(None, session.file)]
@@ -141,7 +175,7 @@ def _check_files(spec: PipelineSpec, file: str, bundle_dir: str) -> None:
             if os.path.isabs(rel) or ".." in rel.replace("\\", "/").split("/"):
                 raise ConfigError(f'expected a path inside the bundle, found "{rel}"', file=file,
                                   path=path)
-            if not session.optional and not os.path.isfile(os.path.join(bundle_dir, rel)):
+            if not may_be_missing(spec, name) and not os.path.isfile(os.path.join(bundle_dir, rel)):
                 raise ConfigError(f'file "{rel}" does not exist in {bundle_dir}', file=file, path=path)
     plugin = spec.pipeline.plugin
     if plugin is not None:

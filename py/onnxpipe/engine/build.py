@@ -11,11 +11,13 @@ from dataclasses import dataclass
 
 from ..config.load import LoadedConfig
 from ..config.schema import PipelineSpec
+from ..config.validate import may_be_missing
 from ..errors import ConfigError
+from ..image import front as vision
 from ..loops import loop_for
-from ..search import speculative
+from ..search import beam, speculative
 from ..state.cache_branch import CacheBranch
-from ..state.cross_cache import CrossCache, cross_names
+from ..state.cross_cache import CrossCache, cross_names, declared_source
 from ..state.kv_cache import KVCache, discover
 from ..state.positions import AttentionMask, PositionIds
 from ..state.recurrent import Recurrent
@@ -72,9 +74,14 @@ def open_sessions(config: LoadedConfig, backend, providers=None, variant=None) -
         provider, warning = choose_provider(wanted, backend.providers)
         if warning:
             warnings.append(f'session "{name}": {warning}')
-        path = os.path.join(config.bundle_dir, s.file_for(variant or provider))
+        rel = s.file_for(variant or provider)
+        if not isinstance(rel, str):   # a map of variants with none for this provider, nor a default
+            raise ConfigError(f'no file for provider "{variant or provider}": expected a "{variant or provider}" '
+                              f'or "default" entry, found {sorted(s.file) if isinstance(s.file, dict) else s.file!r}',
+                              file=config.file, path=f"$.pipeline.sessions.{name}.file")
+        path = os.path.join(config.bundle_dir, rel)
         data = s.data_for(variant or provider)
-        if s.optional and not os.path.isfile(path):
+        if may_be_missing(config.spec, name) and not os.path.isfile(path):
             continue
         try:
             sessions[name] = backend.open_session(name, path, [provider], dict(s.session_options),
@@ -90,8 +97,10 @@ def make_components(spec: PipelineSpec, sessions: dict, backend, file: str) -> l
     components: list = []
     positions, masks, branches = {}, {}, {}
     cross: dict[str, set[str]] = {}
-    if state.cross_cache is not None:
-        source, cross = cross_names(spec, sessions, file)
+    declared = declared_source(spec, file)
+    if declared is not None:
+        source, where = declared
+        cross = cross_names(spec, sessions, source, where, file)
         if cross:
             components.append(CrossCache(backend, source, cross))
     for session in dict.fromkeys(step_sessions):
@@ -111,7 +120,7 @@ def make_components(spec: PipelineSpec, sessions: dict, backend, file: str) -> l
                           f"input matching its past patterns (inputs: {names})", file=file,
                           path="$.pipeline.state.kv_cache")
     if positions:
-        components.append(PositionIds(backend, positions, state.position_ids.strategy, file))
+        components.append(PositionIds(backend, positions, state.position_ids, file))
     if masks:
         components.append(AttentionMask(backend, masks))
     if branches:
@@ -143,9 +152,11 @@ def assemble(config: LoadedConfig, backend, providers=None, variant=None) -> Ass
         _keep(plan, spec.pipeline.output.session, spec.pipeline.output.name)
     loop.check_plan(spec, plan, config.file)
     executor = Executor(backend, plan, components)
+    vision.attach(config, plan, sessions, components, executor)
     speculative.check_state(spec, executor, config.file)
     plugin = load_plugin(config, backend, sessions, executor.values)
     executor.use_plugin(plugin)
+    beam.check_state(spec, executor, config.file)
     for session, name in plugin_reads(plugin):
         if session in sessions:
             _keep(plan, session, name)

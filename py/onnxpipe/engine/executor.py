@@ -8,8 +8,10 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import InputError
-from ..ops import tensor as tensor_ops
 from ..state.base import StepContext
+from . import per_image
+from .items import Items
+from .merge import merge_features
 from .plugin import PluginCall
 from .wiring import Plan, StepPlan
 
@@ -32,14 +34,15 @@ class Executor:
         return bool(self.plan.phases[phase])
 
     def run_phase(self, phase: str, inputs: dict[str, tuple[list, tuple[int, ...]]],
-                  new_length: int = 0) -> dict[str, Any]:
+                  new_length: int = 0, batch: int = 1) -> dict[str, Any]:
         """Run every step of ``phase``; ``inputs`` are host values (flat list, shape), or
         engine tensors a loop made itself (in the session input's dtype).
 
         ``new_length`` is how many positions this call adds to the state (the step phase of
-        an autoregressive loop); returns the pipeline outputs produced in this phase.
+        an autoregressive loop); ``batch`` how many sequences run side by side (beam search);
+        returns the pipeline outputs produced in this phase.
         """
-        ctx = StepContext(self.length, new_length)
+        ctx = StepContext(self.length, new_length, batch, inputs)
         made: dict[tuple[str, str], Any] = {}
         for plan in self.plan.phases[phase]:
             for index in range(plan.step.repeat):
@@ -53,9 +56,13 @@ class Executor:
         feeds: dict[str, Any] = {}
         bound: dict[str, Any] = {}
         infos = plan.session.inputs
+        if plan.step.loop == "per_image" and per_image.no_items(plan, inputs):
+            return   # no items (a prompt without images): the step makes nothing
         for name, kind, key in plan.feeds:
             if kind == "session":
                 feeds[name] = self.values[key]
+            elif isinstance(inputs[key], Items):   # fed item by item (per_image)
+                feeds[name] = inputs[key]
             elif not isinstance(inputs[key], tuple):   # an engine tensor a loop made itself
                 feeds[name] = inputs[key]
             else:
@@ -79,10 +86,17 @@ class Executor:
             plugin_made = [t for n, t in feeds.items() if gathered.get(n) is not t]
         for comp in plan.state:
             comp.bind(plan.step.run, feeds, bound, ctx)
-        if plan.step.loop == "per_image":
-            outputs = self._run_per_item(plan, feeds, inputs)
+        if any(isinstance(v, Items) for v in feeds.values()):
+            if plan.step.loop != "per_image":
+                raise InputError(f'flow step "{plan.step.run}" is given one value per image: it needs '
+                                 f'"loop": "per_image"')
+            outputs = per_image.run_items(backend, plan, feeds)
+        elif plan.step.loop == "per_image":
+            outputs = per_image.run_per_item(backend, plan, feeds, inputs)
         else:
             outputs = backend.run(plan.session, feeds, plan.outputs, bound)
+        if plan.step.merge is not None:
+            merge_features(backend, self.values, plan, outputs, inputs)
         if plugin_made:   # tensors the plugin made for this run are ours to free
             backend.dispose_many(plugin_made)
         for comp in plan.state:
@@ -95,51 +109,6 @@ class Executor:
             if old is not None and old is not outputs[name]:
                 backend.dispose(old)
             values[key] = outputs[name]
-
-    def _run_per_item(self, plan: StepPlan, feeds: dict, inputs) -> dict:
-        """``loop: per_image``: run once per item of ``loop_over`` (cropped per ``dynamic_shape``),
-        then join each output along dim 0."""
-        backend, step = self.backend, plan.step
-        whole = feeds[step.loop_over]
-        info = plan.session.inputs[step.loop_over]
-        shape = backend.shape(whole)
-        dims = list(step.dynamic_shape.apply_to_dims) if step.dynamic_shape else []
-        sizes = self._item_sizes(step, feeds, inputs, shape[0], len(dims))
-        slicer = backend.open_graph(tensor_ops.slice_graph(info.dtype, len(shape)), plan.session.provider)
-        parts: dict[str, list] = {name: [] for name in plan.outputs}
-        for i in range(shape[0]):
-            bounds = {"starts": [i] + [0] * len(dims), "ends": [i + 1] + sizes[i], "axes": [0] + dims}
-            feeds_i = {k: backend.tensor(v, "int64", (len(v),)) for k, v in bounds.items()}
-            item = backend.run(slicer, dict(feeds_i, x=whole), ["y"])["y"]
-            out = backend.run(plan.session, dict(feeds, **{step.loop_over: item}), plan.outputs)
-            backend.dispose(item)
-            for name in plan.outputs:
-                parts[name].append(out[name])
-        joined = {}
-        for name, items in parts.items():
-            out_info = plan.session.outputs[name]
-            rank = len(backend.shape(items[0]))
-            graph = backend.open_graph(tensor_ops.concat_graph(out_info.dtype, rank, len(items)),
-                                       plan.session.provider)
-            joined[name] = backend.run(graph, {f"x{i}": t for i, t in enumerate(items)}, ["y"])["y"]
-            for t in items:
-                backend.dispose(t)
-        return joined
-
-    def _item_sizes(self, step, feeds, inputs, count: int, width: int) -> list[list[int]]:
-        if not width:
-            return [[] for _ in range(count)]
-        source = step.dynamic_shape.source
-        if source in feeds:
-            flat = self.backend.to_list(feeds[source])
-        elif source in inputs:
-            flat = list(inputs[source][0])
-        else:
-            raise InputError(f'flow step "{step.run}": dynamic_shape.source "{source}" was not given '
-                             f"(pass it as a pipeline input)")
-        if len(flat) != count * width:
-            raise InputError(f'"{source}" has {len(flat)} values; expected {count} items x {width} sizes')
-        return [[int(v) for v in flat[i * width:(i + 1) * width]] for i in range(count)]
 
     # ---- state -------------------------------------------------------------------------------
 
@@ -155,6 +124,15 @@ class Executor:
     def cannot_rewind(self) -> str | None:
         """Why the state can't drop positions it just took in, or None when it can."""
         return next((why for why in (c.cannot_rewind() for c in self.components) if why), None)
+
+    def reorder(self, index: list[int]) -> None:
+        """Batch row i of every state component becomes row ``index[i]`` (beam search)."""
+        for comp in self.components:
+            comp.reorder(index)
+
+    def cannot_reorder(self) -> str | None:
+        """Why the state's rows can't be reordered per beam, or None when they can."""
+        return next((why for why in (c.cannot_reorder() for c in self.components) if why), None)
 
     def reset(self) -> None:
         for comp in self.components:

@@ -23,7 +23,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, OnnxpipeError
 from ..ops import tensor as tensor_ops
 from ..state.base import StepContext
 
@@ -53,8 +53,16 @@ class PluginContext:
     def has_session(self, name: str) -> bool:
         return name in self.sessions
 
+    file: str | None = None   # the config the plugin is declared in (for errors)
+
     def tensor(self, values, dtype: str, shape) -> Any:
-        return self.backend.tensor(list(values), dtype, tuple(shape))
+        values = list(values)
+        try:
+            return self.backend.tensor(values, dtype, tuple(shape))
+        except (OverflowError, ValueError, TypeError) as exc:   # e.g. an id from the config out of range
+            raise ConfigError(f"the plugin made a {dtype} tensor of shape {tuple(shape)} from values its "
+                              f"config gave ({values[:4]}...): {exc}", file=self.file,
+                              path="$.pipeline.plugin") from None
 
     def to_list(self, tensor) -> list:
         return self.backend.to_list(tensor)
@@ -98,12 +106,24 @@ def load_plugin(config, backend, sessions: dict, values: dict):
         raise ConfigError(f'plugin "{spec.module}" has no function "{spec.entry_point}" '
                           f"(it defines: {found or 'nothing callable'})", file=config.file,
                           path="$.pipeline.plugin.entry_point")
-    plugin = entry(PluginContext(config.spec, backend, sessions, values))
+    context = PluginContext(config.spec, backend, sessions, values)
+    context.file = config.file
+    try:
+        plugin = entry(context)
+    except OnnxpipeError:
+        raise
+    except Exception as exc:   # the plugin's own checks of the config it was given
+        raise ConfigError(f'plugin "{spec.module}" {spec.entry_point}() failed: {type(exc).__name__}: {exc}',
+                          **where) from exc
+    flow = {step.run for step in config.spec.pipeline.flow}
     for session, name in plugin_reads(plugin):
         if session in sessions and name not in sessions[session].outputs:
             ref = f"{session}.{name}"
             raise ConfigError(f'plugin reads "{ref}" but session "{session}" has no output "{name}" '
                               f"(available outputs: {', '.join(sessions[session].outputs)})", **where)
+        if session in sessions and session not in flow:   # its output would never exist
+            raise ConfigError(f'plugin reads "{session}.{name}" but no flow step runs session "{session}"',
+                              file=config.file, path="$.pipeline.flow")
     return plugin
 
 

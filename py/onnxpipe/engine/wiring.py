@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from ..config.schema import FLOW_PHASES, FlowStep, PipelineSpec
 from ..config.validate import split_endpoint
 from ..errors import ConfigError, nearest
+from ..image.front import front_end_inputs
 
 
 @dataclass
@@ -26,6 +27,8 @@ class StepPlan:
     outputs: list[str] = field(default_factory=list)  # fetched from the engine
     keep: list[str] = field(default_factory=list)     # of those, the ones wires read
     counter_dtype: str | None = None
+    merge_source: tuple[str, str] | None = None   # step.merge: (session, output) of the rows
+    merge_token: int | None = None                # step.merge: the id whose positions take them
 
 
 @dataclass
@@ -52,7 +55,7 @@ def plan_flow(spec: PipelineSpec, sessions: dict, components: list, file: str,
     wires_to: dict[tuple[str, str], tuple[str, str, int]] = {}
     self_wires: dict[tuple[str, str], str] = {}
     pipeline_outputs: dict[str, tuple[str, str]] = {}
-    declared_inputs = set(loop_inputs) | set(spec.pipeline.inputs)
+    declared_inputs = set(loop_inputs) | set(spec.pipeline.inputs) | set(front_end_inputs(spec))
     for i, wire in enumerate(spec.pipeline.dataflow):
         src, dst = split_endpoint(wire.from_), split_endpoint(wire.to)
         path = f"$.pipeline.dataflow[{i}]"
@@ -62,6 +65,10 @@ def plan_flow(spec: PipelineSpec, sessions: dict, components: list, file: str,
             src = ("inputs", src[1])   # a missing optional session: the caller gives its output
         if src[0] != "inputs":
             _check_tensor(sessions, src, "outputs", file, path + ".from")
+            if src[0] not in position:   # its output would never exist
+                raise ConfigError(f'wire from "{wire.from_}": no flow step runs session "{src[0]}"; add '
+                                  f'{{"run": "{src[0]}", "when": ...}} to pipeline.flow', file=file,
+                                  path=path + ".from")
         if dst[0] != "outputs":
             _check_tensor(sessions, dst, "inputs", file, path + ".to")
         if src[0] == "inputs":

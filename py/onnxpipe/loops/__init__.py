@@ -9,10 +9,12 @@ from __future__ import annotations
 from ..errors import ConfigError
 from .autoregressive import Autoregressive, Timing
 from .base import LoopStrategy
+from .denoising import Denoising
 from .single_pass import SinglePass
 from .streaming import Streaming
 
-LOOPS: dict[str, type[LoopStrategy]] = {cls.name: cls for cls in (Autoregressive, SinglePass, Streaming)}
+LOOPS: dict[str, type[LoopStrategy]] = {cls.name: cls for cls in (Autoregressive, SinglePass, Streaming,
+                                                                  Denoising)}
 
 
 def loop_for(name: str, file: str | None = None) -> type[LoopStrategy]:
@@ -24,4 +26,4 @@ def loop_for(name: str, file: str | None = None) -> type[LoopStrategy]:
     return cls
 
 
-__all__ = ["LOOPS", "Autoregressive", "LoopStrategy", "SinglePass", "Streaming", "Timing", "loop_for"]
+__all__ = ["LOOPS", "Autoregressive", "Denoising", "LoopStrategy", "SinglePass", "Streaming", "Timing", "loop_for"]

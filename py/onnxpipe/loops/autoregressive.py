@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from ..errors import InputError
+from ..search import masks
+from ..search.beam import BeamSearch
 from ..search.options import SearchOptions
 from ..search.speculative import DraftWindow, drafter_for
 from .base import LoopStrategy
@@ -42,6 +44,16 @@ class Timing:
     marks: list = field(default_factory=list)
     speculation: Speculation | None = None   # set by a loop that verifies drafts
 
+    def count(self, start: float, first: bool) -> float:
+        """Count one token made since ``start`` (the first one ends the prefill); returns now."""
+        now = time.perf_counter()
+        if first:
+            self.prefill_s = now - start
+        else:
+            self.decode_s += now - start
+            self.decode_tokens += 1
+        return now
+
     @property
     def prefill_ms(self) -> float:
         return self.prefill_s * 1000.0
@@ -51,11 +63,18 @@ class Timing:
         return self.decode_tokens / self.decode_s if self.decode_s > 0 else 0.0
 
 
+# A long prompt is fed this many tokens per engine call when the caller can cancel, so a cancel
+# lands between chunks instead of after the whole prefill (docs/browser-runtime.md).
+PREFILL_CHUNK = 128
+
+
 class Autoregressive(LoopStrategy):
     name = "autoregressive"
     supplies = ("input_ids", "generated_ids")
     reads = ("logits",)
     makes_tokens = True
+    # the caller's cancel check (set by text_generation.collect): read between prefill chunks
+    cancel = None
 
     def __init__(self, executor, sampler, options: SearchOptions, stop: frozenset[int],
                  timing: Timing | None = None, extra: dict | None = None):
@@ -69,6 +88,15 @@ class Autoregressive(LoopStrategy):
         self.final_outputs: dict[str, Any] = {}   # what the final flow made, once finished
         self._offset = 0
         self.drafter = None
+        # masks some tokens need (search/masks.py); False keeps the plain path as it was
+        self._masking = bool(options.min_length or options.min_new_tokens or options.no_repeat_ngram_size)
+        vocab = sampler.vocab
+        self._ends = tuple(sorted(i for i in stop if vocab is None or i < vocab))
+        # num_beams > 1: search/beam.py runs the whole search; ``sequences`` then holds the
+        # returned beams (best first) with their scores
+        self.beams = BeamSearch(executor, sampler, options, stop, self.timing, extra) \
+            if options.num_beams > 1 else None
+        self.sequences = None
         if options.speculative is not None:
             why = executor.cannot_rewind()
             if why:
@@ -87,6 +115,9 @@ class Autoregressive(LoopStrategy):
         picks at every position up to the first that differs from the draft: the same tokens
         as one pass per token, fewer passes.
         """
+        if self.beams is not None:
+            yield from self._run_beams(history, new_ids)
+            return
         executor, options, timing, extra = self.executor, self.options, self.timing, self.extra
         generated: list[int] = []
         budget = options.max_new_tokens if options.max_new_tokens is not None else options.max_length
@@ -94,12 +125,15 @@ class Autoregressive(LoopStrategy):
         start = time.perf_counter()
         if executor.has_phase("init"):
             executor.run_phase("init", {**extra, "input_ids": (new_ids, (1, len(new_ids)))})
-        feed = new_ids
+        feed = self._prefill_chunks(history, new_ids)
+        if feed is None:   # cancelled between prefill chunks: no token made; the state holds ``history``
+            return
         try:
             while True:
                 draft = self._draft(history + feed, budget - produced - 1,
                                     options.max_length - len(history) - len(feed) - 1) \
-                    if generated and self.drafter is not None else []   # no copy of the ids per plain token
+                    if generated and self.drafter is not None and not self._ends_masked(
+                        len(history) + len(feed), len(generated)) else []   # no copy of the ids per plain token
                 fed = feed + draft
                 outs = executor.run_phase("step", {**extra, "input_ids": (fed, (1, len(fed)))},
                                           new_length=len(fed))
@@ -112,15 +146,9 @@ class Autoregressive(LoopStrategy):
                     if j:
                         history.append(tokens[j - 1])   # a confirmed draft token: the state holds it
                     produced += 1
-                    now = time.perf_counter()
-                    if produced == 1:
-                        timing.prefill_s = now - start
-                    else:
-                        timing.decode_s += now - start
-                        timing.decode_tokens += 1
-                    start = now
+                    start = timing.count(start, produced == 1)
                     finish = None
-                    if token in self.stop and len(history) + 1 > options.min_length:
+                    if token in self.stop:   # end ids are masked until min_length / min_new_tokens
                         finish = "stop"
                     elif produced >= budget or len(history) + 1 >= options.max_length:
                         finish = "length"
@@ -138,12 +166,47 @@ class Autoregressive(LoopStrategy):
         finally:   # a caller that stops early (or an error) leaves the state matching ``history``
             self._rewind(history)
 
+    def _prefill_chunks(self, history: list[int], new_ids: list[int]) -> list[int] | None:
+        """Feed all but the last PREFILL_CHUNK tokens of a long prompt chunk by chunk, reading
+        ``cancel`` after each; returns the rest (for the first token's step), or None if cancelled.
+
+        Only where feeding several tokens after a kept state is already what a chat continuation
+        does: a state that can be rewound, aligned with ``history``, no init flow (it takes the
+        whole prompt at once) and no other pipeline inputs (they go with the whole prompt)."""
+        executor = self.executor
+        if (self.cancel is None or len(new_ids) <= PREFILL_CHUNK or self.extra or executor.has_phase("init")
+                or executor.length != len(history) or executor.cannot_rewind() is not None):
+            return new_ids
+        while len(new_ids) > PREFILL_CHUNK:
+            part, new_ids = new_ids[:PREFILL_CHUNK], new_ids[PREFILL_CHUNK:]
+            executor.run_phase("step", {"input_ids": (part, (1, len(part)))}, new_length=len(part))
+            history.extend(part)
+            if self.cancel():
+                return None
+        return new_ids
+
     # ---- one token, or a draft verified --------------------------------------------------------
+
+    def _run_beams(self, history: list[int], new_ids: list[int]) -> Iterator[tuple[int, str | None]]:
+        """The best beam's tokens, once the search is done (the state is left empty)."""
+        self.sequences = self.beams.run(history, new_ids)
+        best = self.sequences[0]
+        for i, token in enumerate(best.tokens):
+            yield token, best.finish_reason if i == len(best.tokens) - 1 else None
+
+    def _ends_masked(self, length: int, new: int) -> bool:
+        return self._masking and masks.ends_masked(self.options, length, new)
+
+    def _masked(self, history: list[int], generated: list[int]) -> tuple[int, ...]:
+        """Ids the next pick may not take: end ids under the minimum length, repeated n-grams."""
+        masked = self._ends if masks.ends_masked(self.options, len(history), len(generated)) else ()
+        n = self.options.no_repeat_ngram_size
+        return masked + tuple(masks.repeated_ngram_ids(history, n)) if n else masked
 
     def _pick(self, logits, history: list[int], generated: list[int]) -> int:
         penalty_ids = getattr(self.executor.plugin, "penalty_ids", None)
         return self.sampler(logits, penalty_ids(history, generated) if penalty_ids else history,
-                            start=not generated)
+                            start=not generated, masked=self._masked(history, generated) if self._masking else ())
 
     def _draft(self, ids: list[int], budget: int, room: int) -> list[int]:
         """A draft to verify after ``ids``: no longer than the token budget or the context allow."""

@@ -19,6 +19,13 @@ class LoopStrategy:
     makes_tokens: ClassVar[bool] = False
     #: True when the loop runs once per chunk of a streamed input (detect_speech, not run)
     streams: ClassVar[bool] = False
+    #: per-call options ``run()`` takes beside the pipeline inputs (the denoising loop's seed, ...)
+    options: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def create(cls, loaded, **options):
+        """The loop for one run of ``loaded`` (a LoadedPipeline) with per-call ``options``."""
+        return cls(loaded.executor)
 
     @classmethod
     def io(cls, spec) -> tuple[tuple[str, ...], tuple[str, ...]]:

@@ -5,13 +5,15 @@ so they can be built inside Pyodide, where neither numpy nor ``onnx`` exist. Eve
 returns model bytes, cached per argument tuple, for the backend to open as a session.
 """
 
-from .kv import grow_seq_graph, slice_seq_many_graph, zeros_graph
+from .kv import gather_batch_many_graph, grow_seq_graph, slice_seq_many_graph, zeros_graph
 from .proto import Graph, Tensor
-from .sampler import greedy_graph, reference_greedy_token, reference_next_token, sampling_graph
+from .sampler import beam_graph, greedy_graph, reference_greedy_token, reference_next_token, sampling_graph
 
 __all__ = [
     "Graph",
     "Tensor",
+    "beam_graph",
+    "gather_batch_many_graph",
     "greedy_graph",
     "grow_seq_graph",
     "reference_greedy_token",

@@ -11,7 +11,7 @@ from functools import lru_cache
 
 from .proto import Graph, Tensor
 
-__all__ = ["grow_seq_graph", "slice_seq_many_graph", "zeros_graph"]
+__all__ = ["gather_batch_many_graph", "grow_seq_graph", "slice_seq_many_graph", "zeros_graph"]
 
 _CACHE_DTYPES = ("float32", "float16")
 _DIMS_IN = ["batch", "heads", "seq", "head_dim"]
@@ -42,6 +42,28 @@ def slice_seq_many_graph(dtype: str, count: int) -> bytes:
         g.input(f"x{i}", dtype, dims)
         g.node("Slice", [f"x{i}", "start0", "length", "axis2"], f"y{i}")
         g.output(f"y{i}", dtype, [dims[0], dims[1], "length", dims[3]])
+    return g.to_bytes()
+
+
+@lru_cache(maxsize=None)
+def gather_batch_many_graph(dtype: str, count: int) -> bytes:
+    """Reorder ``count`` caches along the batch axis in one run (beam search: each beam takes
+    the cache of the beam it continues; [0] * n widens a one-row prefill to n beams):
+    ``y{i} = x{i}[index]``.
+
+    Inputs: ``x0`` .. ``x{count-1}`` [B, H, T, D] (each its own dims), ``index`` int64[N] (< B).
+    Outputs: ``y0`` .. ``y{count-1}`` [N, H, T, D].
+    """
+    _check(dtype)
+    if count < 1:
+        raise ValueError(f"count: expected >= 1, got {count!r}")
+    g = Graph("gather_batch_many")
+    g.input("index", "int64", ["rows"])
+    for i in range(count):
+        dims = [f"{d}_{i}" for d in _DIMS_IN]
+        g.input(f"x{i}", dtype, dims)
+        g.node("Gather", [f"x{i}", "index"], f"y{i}", axis=0)
+        g.output(f"y{i}", dtype, ["rows"] + dims[1:])
     return g.to_bytes()
 
 

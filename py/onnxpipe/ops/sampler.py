@@ -60,7 +60,7 @@ from typing import Sequence
 
 from .proto import Graph
 
-__all__ = ["greedy_graph", "reference_greedy_token", "reference_next_token", "sampling_graph"]
+__all__ = ["beam_graph", "greedy_graph", "reference_greedy_token", "reference_next_token", "sampling_graph"]
 
 _LOGITS_DTYPES = ("float32", "float16")
 _INT64_MAX = 2**63 - 1
@@ -291,6 +291,52 @@ def _sampling_graph(logits_dtype: str, with_penalty: bool, logits_rank: int, wit
     g.node("If", [g.node("LessOrEqual", ["k", "max_sorted"], "k_small")], "next_tokens",
            then_branch=_sorted_branch(x, "s_"), else_branch=_candidates_branch(x))
     g.output("next_tokens", "int64", ["batch"])
+    return g.to_bytes()
+
+
+def beam_graph(logits_dtype: str = "float32", with_penalty: bool = False, logits_rank: int = 3,
+               with_bans: bool = False) -> bytes:
+    """One beam-search step: the best ``k`` (beam, token) continuations over all beams.
+
+    Inputs: ``logits`` ([B, S, V], the last position used, or [B, V]), ``scores`` f32[B] (each
+    beam's summed log-probability so far), ``k`` int64[1] (<= B * V); with ``with_penalty``
+    ``penalty`` f32[1] and ``prev_tokens`` int64[B, N] (as the other graphs, but applied to
+    log-probabilities, as transformers' beam search does); with ``with_bans`` ``ban_ids``
+    int64[B, M] and ``ban_add`` f32[B, M] (0 or -inf, added at those ids: each row its own
+    masked ids, a row with fewer padded with 0 additions).
+
+    Outputs: ``top_scores`` f32[k], descending, and ``top_index`` int64[k]: beam * V + token.
+    Per row: log_softmax of the float32 logits, penalty, bans, plus the beam's score (all float32,
+    as transformers); ties keep the lower flat index first.
+    """
+    _check(logits_dtype, logits_rank)
+    return _beam_graph(logits_dtype, bool(with_penalty), int(logits_rank), bool(with_bans))
+
+
+@lru_cache(maxsize=None)
+def _beam_graph(logits_dtype: str, with_penalty: bool, logits_rank: int, with_bans: bool) -> bytes:
+    g = Graph("beam_step")
+    x = _scores(g, logits_dtype, logits_rank, with_penalty=False)
+    x = g.node("LogSoftmax", [x], "log_probs", axis=-1)
+    if with_penalty:
+        x = _penalize_graph(g, x)
+    if with_bans:
+        g.input("ban_ids", "int64", ["batch", "banned"])
+        g.input("ban_add", "float32", ["batch", "banned"])
+        x = g.node("ScatterElements", [x, "ban_ids", "ban_add"], "banned_log_probs", axis=1,
+                   reduction="add")
+    g.input("scores", "float32", ["batch"])
+    g.input("k", "int64", [1])
+    g.const("beam_axis1", [1], "int64", [1])
+    g.const("beam_flat", [1, -1], "int64", [2])
+    total = g.node("Add", [x, g.node("Unsqueeze", ["scores", "beam_axis1"], "scores_col")], "total")
+    flat = g.node("Reshape", [total, "beam_flat"], "flat")
+    vals, idx = g.node("TopK", [flat, "k"], ["top_row", "index_row"], axis=-1, largest=1, sorted=1)
+    g.const("beam_axis0", [0], "int64", [1])
+    g.node("Squeeze", [vals, "beam_axis0"], "top_scores")
+    g.node("Squeeze", [idx, "beam_axis0"], "top_index")
+    g.output("top_scores", "float32", ["k"])
+    g.output("top_index", "int64", ["k"])
     return g.to_bytes()
 
 

@@ -6,7 +6,7 @@ from typing import Iterator
 
 from ..errors import InputError
 from ..loops import Timing
-from .text_generation import GenerationResult, StreamEvent
+from .text_generation import GenerationResult, StreamEvent, _check_unicode
 
 
 class Conversation:
@@ -17,11 +17,16 @@ class Conversation:
     def prompt_ids(self, messages: list[dict]) -> list[int]:
         """The chat template applied to ``messages`` (with the generation prompt), as ids."""
         text = self.loaded.tokenizer()
+        if not isinstance(messages, (list, tuple)):
+            raise InputError(f"chat: messages: expected a list of {{role, content}} objects, found "
+                             f"{type(messages).__name__}")
         if not messages:
             raise InputError("chat: messages is empty")
         for i, m in enumerate(messages):
             if not isinstance(m, dict) or "role" not in m or "content" not in m:
                 raise InputError(f"chat: messages[{i}] must be an object with role and content")
+            if isinstance(m["content"], str):
+                _check_unicode(f"chat: messages[{i}].content", m["content"])
         prompt = text.apply_chat_template(messages, add_generation_prompt=True)
         return text.encode(prompt, add_special_tokens=False)
 

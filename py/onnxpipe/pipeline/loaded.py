@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..engine import controls as control_values
 from ..engine.build import assemble, structure
 from ..errors import ConfigError, InputError
+from ..image.front import ImageFrontEnd, front_end_inputs
 from ..loops import loop_for
 from ..onnx_info.session import SessionGraph
 from ..search import options as search_options
@@ -39,16 +40,27 @@ class LoadedPipeline:
         self.defaults = search_options.defaults_from(self.spec.generation)
         self.text = self._load_text(text_loader or _native_text) if text else None
         phonemes = self.spec.preprocessing.phonemes
-        self.phonemizer = ((phonemizer_loader or _native_phonemizer)(config.bundle_dir, phonemes)
-                           if phonemes is not None else None)
+        try:
+            self.phonemizer = ((phonemizer_loader or _native_phonemizer)(config.bundle_dir, phonemes)
+                               if phonemes is not None else None)
+        except ConfigError as exc:   # the phonemizer knows the JSON path, not the file it came from
+            if exc.file is not None:
+                raise
+            raise ConfigError(exc.detail, file=config.file, path=exc.path) from None
         self.controls = control_values.controls(self.spec.pipeline.inputs)
+        self.images = ImageFrontEnd(self) if self.spec.preprocessing.image is not None else None
         self._vocab_size: int | None = None
         self._check_token_data()
         check_audio_declarations(self)
 
     def _check_token_data(self) -> None:
-        """tokens.decoder_prefix and generation.suppress_tokens: a token loop, ids in the vocabulary."""
-        lists = {"$.tokens.decoder_prefix": self.spec.tokens.decoder_prefix}
+        """tokens.decoder_prefix / decoder_start / bos / pad and generation.suppress_tokens: a token
+        loop, ids in the vocabulary."""
+        tokens = self.spec.tokens
+        lists = {"$.tokens.decoder_prefix": tokens.decoder_prefix,
+                 "$.tokens.decoder_start": () if tokens.decoder_start is None else (tokens.decoder_start,),
+                 "$.tokens.bos": () if tokens.bos is None else (tokens.bos,),
+                 "$.tokens.pad": () if tokens.pad is None else (tokens.pad,)}
         suppress = self.spec.generation.suppress_tokens
         if suppress is not None:
             lists.update({"$.generation.suppress_tokens.always": suppress.always,
@@ -80,10 +92,13 @@ class LoadedPipeline:
     def kind(self) -> str:
         """"speech" when pipeline.output is a waveform (use speak); "voice-activity" when it is a
         speech probability per chunk of a streaming loop (use detect_speech); "transcription" for
-        a token loop fed a waveform (preprocessing.audio; use transcribe); else "text"."""
+        a token loop fed a waveform (preprocessing.audio; use transcribe); "image" when
+        pipeline.output is an image (pipeline.output.image; use run); else "text"."""
         out = self.spec.pipeline.output
         if out is not None and out.segments is not None:
             return "voice-activity"
+        if out is not None and out.image is not None:
+            return "image"
         if self.spec.preprocessing.audio is not None and self.loop.makes_tokens:
             return "transcription"   # a token loop fed a waveform: use transcribe
         return "speech" if out is not None and out.audio is not None else "text"
@@ -95,6 +110,19 @@ class LoadedPipeline:
         if not eos and self.text is not None:
             eos = tuple(getattr(self.text, "eos_token_ids", ()) or ())
         return eos
+
+    @property
+    def start_ids(self) -> tuple[int, ...]:
+        """Where a token loop starts when the caller gives no prompt, as transformers'
+        ``generate()`` does without inputs: tokens.decoder_prefix, else [decoder_start] (the
+        decoder of an encoder-decoder), else [bos]; empty when the bundle names none."""
+        tokens = self.spec.tokens
+        if tokens.decoder_prefix:
+            return tuple(tokens.decoder_prefix)
+        for first in (tokens.decoder_start, tokens.bos):
+            if first is not None:
+                return (first,)
+        return ()
 
     @property
     def vocab_size(self) -> int | None:
@@ -159,11 +187,19 @@ class LoadedPipeline:
                 raise InputError(f'inputs["{name}"]: not a pipeline input of this bundle; it takes '
                                  f"{', '.join(sorted(plan.pipeline_inputs))}")
             extra[name] = (list(values), tuple(shape))
-        missing = sorted(plan.caller_inputs - set(extra) - set(provided))
+        missing = sorted(plan.caller_inputs - set(extra) - set(provided) - set(front_end_inputs(self.spec)))
         if missing:
             raise InputError(f"this pipeline needs input(s) {', '.join(missing)}: pass "
                              f'inputs={{"{missing[0]}": (values, shape)}}')
         return extra
+
+    def with_images(self, ids: list[int], images) -> tuple[list[int], dict]:
+        """(prompt ids with image tokens expanded, the images' pipeline inputs); see image/front.py."""
+        if not images:
+            return ids, {}
+        if self.images is None:
+            raise InputError("this bundle takes no images (no preprocessing.image in its pipeline.json)")
+        return self.images.prepare(ids, images)
 
     def reset(self) -> None:
         """Empty state (no positions held)."""

@@ -32,11 +32,13 @@ class OnePass:
         ``controls`` (pipeline.inputs by name)."""
         loaded = self.loaded
         loaded.require_loop(False, "generate() or chat()")
-        return self.run_values(loaded.inputs(inputs, controls))
+        options = {k: controls.pop(k) for k in loaded.loop.options if k in controls}
+        return self.run_values(loaded.inputs(inputs, controls), **options)
 
-    def run_values(self, values: dict) -> RunResult:
-        """Run on already resolved host values (a front end's or ``LoadedPipeline.inputs``)."""
+    def run_values(self, values: dict, **options) -> RunResult:
+        """Run on already resolved host values (a front end's or ``LoadedPipeline.inputs``);
+        ``options`` are the loop's per-call options (``loop.options``)."""
         loaded = self.loaded
         loaded.reset()
-        outputs, seconds = loaded.loop(loaded.executor).run(values)
+        outputs, seconds = loaded.loop.create(loaded, **options).run(values)
         return RunResult(outputs, seconds, loaded.backend)

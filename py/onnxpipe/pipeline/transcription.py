@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from array import array
 
+from ..audio.rates import check_sample_rate
 from ..errors import ConfigError, InputError
 from ..ops.resample import resample_graph
 from .transcription_result import TranscriptionResult, WindowText
@@ -98,8 +99,7 @@ class Transcription:
 
     def resample(self, samples, sample_rate: int) -> tuple[array, list[float], int]:
         """(samples at the pipeline's rate, energy per frame, samples per frame)."""
-        if isinstance(sample_rate, bool) or not isinstance(sample_rate, int) or sample_rate <= 0:
-            raise InputError(f"sample_rate: expected a positive integer (Hz), found {sample_rate!r}")
+        check_sample_rate(sample_rate)
         audio = self.loaded.spec.preprocessing.audio
         rate = audio.sample_rate
         frame = max(1, round(rate * FRAME_SECONDS))

@@ -11,6 +11,7 @@ from __future__ import annotations
 from array import array
 from dataclasses import dataclass, field
 
+from ..audio.rates import check_sample_rate
 from ..errors import InputError
 from ..loops.streaming import Streaming, as_float32
 from ..ops.resample import resample_graph
@@ -118,8 +119,7 @@ class VoiceActivity:
         """Speech segments of a whole recording (``samples`` at ``sample_rate``; another rate
         than the bundle's is resampled first, by the engine). Times are of the recording."""
         self._require()
-        if isinstance(sample_rate, bool) or not isinstance(sample_rate, int) or sample_rate <= 0:
-            raise InputError(f"sample_rate: expected a positive integer (Hz), found {sample_rate!r}")
+        check_sample_rate(sample_rate)
         detector = self.detector(**controls)
         samples = as_float32(samples)
         if sample_rate != detector.sample_rate:

@@ -36,7 +36,7 @@ class Sampler:
         self.suppress = {True: start, False: tuple(options.suppress_tokens)}
         self.suppress_graph = self._open(with_suppress=True, every_position=False) if start else None
         self._row_graphs: dict[bool, object] = {}
-        self._suppress_ids: dict[bool, object] = {}
+        self._suppress_ids: dict[tuple, object] = {}
         self.rng = random.Random(options.seed)
         self._unread: list[float] = []     # draws handed back by ``unread``, used first
         self._last_draws: list[float] = []
@@ -74,18 +74,28 @@ class Sampler:
                          min_p=b.tensor([o.min_p], "float32", (1,)))
         return fixed
 
-    def _suppressed(self, start: bool):
-        """(graph, suppress_ids tensor or None) for the first new token or a later one."""
+    def _suppressed(self, start: bool, masked: tuple[int, ...] = ()):
+        """(graph, suppress_ids tensor or None) for the first new token or a later one, plus
+        ``masked`` ids (end ids under the minimum length, repeated n-grams: search/masks.py)."""
         ids = self.suppress[start]
+        if masked:
+            ids = tuple(dict.fromkeys(ids + masked))
         if not ids:
             return self.graph, None
-        if start not in self._suppress_ids:
-            self._suppress_ids[start] = self.backend.tensor(list(ids), "int64", (len(ids),))
-        return self.suppress_graph, self._suppress_ids[start]
+        key = (start, masked)
+        if key not in self._suppress_ids:
+            if len(self._suppress_ids) > 64:   # n-gram bans change every step: keep only a few
+                self.backend.dispose_many([t for k, t in self._suppress_ids.items() if k[1]])
+                self._suppress_ids = {k: t for k, t in self._suppress_ids.items() if not k[1]}
+            self._suppress_ids[key] = self.backend.tensor(list(ids), "int64", (len(ids),))
+        if self.suppress_graph is None:
+            self.suppress_graph = self._open(with_suppress=True, every_position=False)
+        return self.suppress_graph, self._suppress_ids[key]
 
-    def __call__(self, logits, history: list[int], start: bool = False) -> int:
+    def __call__(self, logits, history: list[int], start: bool = False, masked: tuple[int, ...] = ()) -> int:
         """The next token id given ``logits`` (engine handle) and all ids so far; ``start``:
-        this is the call's first new token (``suppress_tokens_at_start`` apply)."""
+        this is the call's first new token (``suppress_tokens_at_start`` apply); ``masked``:
+        more ids not to pick this time."""
         b = self.backend
         if self.fixed is None:
             self.fixed = self._fixed_inputs(logits)
@@ -96,7 +106,7 @@ class Sampler:
         if self.penalty:
             seen = history or [0]
             feeds["prev_tokens"] = b.tensor(seen, "int64", (1, len(seen)))
-        graph, suppress = self._suppressed(start)
+        graph, suppress = self._suppressed(start, masked)
         if suppress is not None:
             feeds["suppress_ids"] = suppress
         out = b.run(graph, feeds, ["next_tokens"])["next_tokens"]

@@ -16,6 +16,7 @@ class StepContext:
     past_length: int      # tokens already in the state before this step
     new_length: int       # tokens this step adds
     batch: int = 1
+    inputs: dict | None = None   # the phase's pipeline inputs (input_ids; image grids for mRoPE)
 
     @property
     def total_length(self) -> int:
@@ -44,6 +45,19 @@ class StateComponent:
         """Why this component can't drop the positions a step just added (speculative decoding
         does after rejected drafts), or None when it can."""
         return None
+
+    def reorder(self, index: list[int]) -> None:
+        """Row i of the batch becomes what row ``index[i]`` was (beam search; ``len(index)`` may
+        differ from the batch). A component that takes no outputs derives its inputs from the
+        step's lengths and holds nothing per row."""
+        if self.outputs:
+            raise NotImplementedError(self.cannot_reorder())
+
+    def cannot_reorder(self) -> str | None:
+        """Why beam search can't reorder this component's rows, or None when it can."""
+        if not self.outputs:
+            return None
+        return f"the state component {type(self).__name__} keeps per-sequence values beam search can't reorder"
 
     def reset(self) -> None:
         """Back to the empty state of a new conversation."""

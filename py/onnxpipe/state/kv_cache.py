@@ -168,22 +168,41 @@ class KVCache(StateComponent):
             return False
         # windowed layers: the op reads the resident rows from the mask's length; stale rows get overwritten
         cut = [slot for slot in self.slots if slot.value is not None and not self._windowed(slot)]
-        for dtype in sorted({slot.past.dtype for slot in cut}):
-            group = [slot for slot in cut if slot.past.dtype == dtype]
-            graph = self.backend.open_graph(kv_ops.slice_seq_many_graph(dtype, len(group)), self.provider)
+        self._transform(cut, kv_ops.slice_seq_many_graph, "length", [length])
+        return True
+
+    def _transform(self, slots: list[Slot], graph_for, name: str, values: list[int]) -> None:
+        """Replace each slot's tensor by ``graph_for(dtype, count)``'s ``y{i}`` of it, given the
+        int64 input ``name``: one engine call per dtype, not one per tensor (in the browser each
+        call crosses from Python to JavaScript)."""
+        given = self.backend.tensor(values, "int64", (len(values),))
+        for dtype in sorted({slot.past.dtype for slot in slots}):
+            group = [slot for slot in slots if slot.past.dtype == dtype]
+            graph = self.backend.open_graph(graph_for(dtype, len(group)), self.provider)
             feeds = {f"x{i}": slot.value for i, slot in enumerate(group)}
-            feeds["length"] = self.backend.tensor([length], "int64", (1,))
+            feeds[name] = given
             outs = self.backend.run(graph, feeds, [f"y{i}" for i in range(len(group))])
             self.backend.dispose_many([slot.value for slot in group])
             for i, slot in enumerate(group):
                 slot.value = outs[f"y{i}"]
-        return True
+        self.backend.dispose(given)
 
     def cannot_rewind(self) -> str | None:
         if self.format not in ("separate", "shared_buffer"):
             return f'the KV cache format "{self.format}" can\'t be cut back'
         if self.window is not None:
             return "the KV cache's sliding-window layers drop rows that going back would need"
+        return None
+
+    def reorder(self, index: list[int]) -> None:
+        """Every cached tensor's rows gathered by ``index`` along the batch axis, in one engine
+        call per dtype (ops/kv.py); nothing passes through Python."""
+        held = [slot for slot in self.slots if slot.value is not None]
+        self._transform(held, kv_ops.gather_batch_many_graph, "index", list(index))
+
+    def cannot_reorder(self) -> str | None:
+        if self.format not in ("separate", "shared_buffer"):
+            return f'the KV cache format "{self.format}" has no leading batch axis to reorder'
         return None
 
     def reset(self):

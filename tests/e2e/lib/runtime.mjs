@@ -10,7 +10,8 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { ROOT, python } from './browser.mjs';
+import { after, before } from 'node:test';
+import { ROOT, launchBrowser, python, siteDir, startServer } from './browser.mjs';
 import { TIMEOUTS } from './timeouts.mjs';
 
 export class RuntimeFailure extends Error {
@@ -72,8 +73,12 @@ export async function generate(page, request, { cancelAfter = 0, timeout = TIMEO
       let cancel = null;
       const t0 = performance.now();
       try {
+        // imageUrls: files the page fetches as Blobs for the worker to decode (vision-language)
+        const { imageUrls, ...rest } = request;
+        const images = imageUrls && await Promise.all(imageUrls.map(async (u) => (await fetch(u)).blob()));
         const result = await client.generate({
-          ...request,
+          ...rest,
+          ...(images ? { images } : {}),
           onToken: (text, tokenIds) => {
             events.push({ ms: performance.now() - t0, text, tokenIds });
             if (cancelAfter && events.length === cancelAfter) cancel = client.cancel();
@@ -174,6 +179,43 @@ export async function transcribe(page, samples, sampleRate, options = {}, { canc
   return reply;
 }
 
+/**
+ * client.run(request) in the page (a one-pass bundle: text-to-image). request: {inputs,
+ * controls, options}. cancelAfter: cancel once that many steps are done. Resolves to {result,
+ * outputs: {name: {shape, values: number[]}}, images: [{width, height, channels, pixels:
+ * number[], rgba: number, png: number[]}], steps: [{ms, step, steps}], wallMs}.
+ */
+export async function runOnce(page, request, { cancelAfter = 0, timeout = TIMEOUTS.generate } = {}) {
+  const reply = await withTimeout(
+    page.evaluate(async ({ request, cancelAfter }) => {
+      const client = window.__onnxpipe.client;
+      const steps = [];
+      let cancel = null;
+      const t0 = performance.now();
+      try {
+        const { result, outputs, images } = await client.run({
+          ...request,
+          onStep: (step, total) => {
+            steps.push({ ms: performance.now() - t0, step, steps: total });
+            if (cancelAfter && steps.length === cancelAfter) cancel = client.cancel();
+          },
+        });
+        await cancel;
+        return {
+          result, steps, wallMs: performance.now() - t0,
+          outputs: Object.fromEntries(Object.entries(outputs).map(([k, o]) => [k, { shape: o.shape, values: Array.from(o.values) }])),
+          images: images.map((i) => ({ width: i.width, height: i.height, channels: i.channels, pixels: Array.from(i.pixels),
+            rgba: i.rgba.length, png: Array.from(i.png) })),
+        };
+      } catch (e) {
+        return { error: { kind: e?.kind ?? 'internal', message: String(e?.message ?? e) } };
+      }
+    }, { request, cancelAfter }),
+    timeout, 'run');
+  if (reply.error) throw new RuntimeFailure(reply.error.kind, reply.error.message);
+  return reply;
+}
+
 // ---------------------------------------------------------------- bundles on disk
 
 function listFiles(dir) {
@@ -235,6 +277,50 @@ export function copyBundle(src, dest) {
 }
 
 export const FIXTURE_CACHE = path.join(ROOT, 'tests', 'fixtures', '.cache');
+
+/**
+ * One tiny fixture served to a fresh browser for a test file: registers the file's before/after
+ * hooks and returns {name, source, have, expected}, which gains {server, browser, context,
+ * offsite, logs} once the before hook ran. Nothing starts when the fixture isn't built.
+ */
+export function serveFixture(name, tag) {
+  const source = path.join(FIXTURE_CACHE, name);
+  const bundles = path.join(ROOT, 'build', 'e2e', `${tag}-${process.pid}`);
+  const have = fs.existsSync(path.join(source, 'expected.json'));
+  const fx = { name, source, have, expected: have ? JSON.parse(fs.readFileSync(path.join(source, 'expected.json'), 'utf8')) : null };
+  before(async () => {
+    if (!have) return;
+    copyBundle(source, path.join(bundles, name));
+    fx.server = await startServer({ root: siteDir(), mounts: { '/fixtures/': bundles } });
+    Object.assign(fx, await launchBrowser());
+  });
+  after(async () => {
+    await fx.browser?.close();
+    await fx.server?.stop();
+    fs.rmSync(bundles, { recursive: true, force: true });
+  });
+  return fx;
+}
+
+/**
+ * A runtime page of ``serveFixture``'s browser with the fixture loaded (wasm): runs
+ * ``body(page, bundleUrl)``, then checks that no request left 127.0.0.1; prints the page's last
+ * log lines when anything fails.
+ */
+export async function onFixturePage(fx, body) {
+  const page = await openRuntimePage(fx.context, fx.server.url);
+  const base = `${fx.server.url}fixtures/${fx.name}/`;
+  try {
+    await loadBundle(page, base, { ep: 'wasm' });
+    await body(page, base);
+    if (fx.offsite.length) throw new Error(`requests left 127.0.0.1: ${JSON.stringify(fx.offsite)}`);
+  } catch (err) {
+    console.error(fx.logs.slice(-40).join('\n'));
+    throw err;
+  } finally {
+    await page.close();
+  }
+}
 
 /** Greedy-token fixture names from `python -m tests.fixtures.tiny_models --list`. */
 export function fixtureNames() {

@@ -107,8 +107,9 @@ def test_search_becomes_generation_sampling_defaults():
     doc, spec = translated(genai())
     s = spec.generation.sampling
     assert (s.do_sample, s.top_k, s.top_p, s.temperature) == (False, 5, 0.9, 0.7)
-    # keys v2 doesn't know (num_return_sequences, past_present_share_buffer) are not carried over
-    assert set(doc["generation"]["sampling"]) == {"do_sample", "top_k", "top_p", "temperature"}
+    # beam search's num_return_sequences carries over; past_present_share_buffer is the KV format's
+    assert set(doc["generation"]["sampling"]) == {"do_sample", "top_k", "top_p", "temperature",
+                                                  "num_return_sequences"}
     assert spec.generation.max_length == 64
 
 

@@ -155,3 +155,18 @@ def test_pipeline_json_wins_over_genai_config(tmp_path):
     folder = bundle(tmp_path, GOOD)
     (folder / "genai_config.json").write_text("{not json")
     assert load_config(folder).file.endswith("pipeline.json")
+
+
+def test_a_session_run_only_by_optional_steps_may_be_missing(tmp_path):
+    config = with_pipeline(sessions={"decoder": {"file": "model.onnx"}, "vision": {"file": "vision.onnx"}},
+                           flow=[{"run": "vision", "when": "init", "optional": True},
+                                 {"run": "decoder", "when": "step"}])
+    assert set(load_config(bundle(tmp_path, config)).spec.pipeline.sessions) == {"decoder", "vision"}
+
+
+def test_a_required_step_needs_its_file_even_when_another_step_is_optional(tmp_path):
+    config = with_pipeline(sessions={"decoder": {"file": "model.onnx"}, "vision": {"file": "vision.onnx"}},
+                           flow=[{"run": "vision", "when": "init", "optional": True},
+                                 {"run": "vision", "when": "final"},
+                                 {"run": "decoder", "when": "step"}])
+    load_fails(bundle(tmp_path, config), "$.pipeline.sessions.vision.file", 'file "vision.onnx" does not exist')

@@ -169,8 +169,8 @@ def test_unknown_key_suggests_nearest(document, path, key, hint):
 
 def test_unknown_key_lists_valid_keys_of_that_object():
     fails(doc(generation={"sampling": {"temprature": 0.7}}), "$.generation.sampling.temprature",
-          "Valid keys here: do_sample, min_p, no_repeat_ngram_size, num_beams, random_seed, "
-          "repetition_penalty, temperature, top_k, top_p")
+          "Valid keys here: do_sample, early_stopping, length_penalty, min_p, no_repeat_ngram_size, "
+          "num_beams, num_return_sequences, random_seed, repetition_penalty, temperature, top_k, top_p")
     fails(pipe(sesions={}), "$.pipeline.sesions",
           "Valid keys here: dataflow, extends, flow, inputs, output, plugin, sessions, state")
 
@@ -357,3 +357,10 @@ def test_ten_flow_steps_are_fine():
 def test_empty_flow_shows_example():
     fails(pipe(flow=[]), "$.pipeline.flow", "expected at least one flow step",
           '"extends": "autoregressive-decoder"')
+
+
+def test_model_specific_ids_must_be_read_by_something():
+    fails(doc(tokens={"eos": [2], "vision_start": 7}, pipeline={**BASE["pipeline"], "state": {
+        "position_ids": {"strategy": "default"}}}), "$.tokens.vision_start", "read by no part of this pipeline")
+    fails(doc(tokens={"eos": [2], "image_token": "x"}), "$.tokens.image_token", "expected a token id")
+    check(doc(tokens={"eos": [2], "image_token": 151655}))   # auto positions may be mrope_3d: read there

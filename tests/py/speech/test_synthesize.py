@@ -55,3 +55,34 @@ def test_warm_up_speaks_a_first_piece_sized_text_only_for_a_fast_voice(pipe, mon
     monkeypatch.setattr(synthesize, "WARM_UP_LONG_MIN_RTF", 1e9)   # as a voice slower than that
     pipe.warm_up()
     assert spoken == ["Hello.", "Hello."]
+
+
+def _with_audio(tmp_path, **audio):
+    """The Piper bundle (files linked, not copied) with pipeline.output.audio changed."""
+    import json
+    folder = tmp_path / "piper"
+    folder.mkdir(parents=True)
+    for f in BUNDLE.iterdir():
+        if f.name != "pipeline.json":
+            (folder / f.name).symlink_to(f)
+    doc = json.loads((BUNDLE / "pipeline.json").read_text())
+    doc["pipeline"]["output"]["audio"].update(audio)
+    (folder / "pipeline.json").write_text(json.dumps(doc))
+    return onnxpipe.load(folder)
+
+
+def test_sentence_silence_and_peak_normalize(pipe, tmp_path):
+    text = "Yes, it is. Then they slept."
+    base = pipe.speak(text, **QUIET)
+    rate = base.sample_rate
+    longer = _with_audio(tmp_path, sentence_silence=0.7).speak(text, **QUIET)
+    extra = int(round(0.7 * rate)) - int(round(0.2 * rate))
+    assert len(longer.samples) - len(base.samples) == extra     # the pause between the sentences (none at the end)
+    assert list(longer.samples[:base.sentences[0].samples - int(round(0.2 * rate))]) == \
+        list(base.samples[:base.sentences[0].samples - int(round(0.2 * rate))])
+    assert max(abs(v) for v in base.samples) < 0.99
+    loud = _with_audio(tmp_path / "n", sentence_silence=0.2, peak_normalize=True).speak(text, **QUIET)
+    first = base.sentences[0].samples
+    peak = max(abs(v) for v in base.samples[:first])
+    assert max(abs(v) for v in loud.samples[:first]) == pytest.approx(1.0, abs=1e-6)
+    assert loud.samples[100] == pytest.approx(base.samples[100] / peak, rel=1e-5)

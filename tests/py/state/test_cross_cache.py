@@ -100,3 +100,29 @@ def test_suppressed_ids_are_never_picked(tmp_path):
 def test_at_start_ids_are_only_kept_from_the_first_token(tmp_path):
     pipe = onnxpipe.load(_bundle(tmp_path, {"generation.suppress_tokens": {"at_start": [4]}}), text=False)
     assert pipe.generate(max_new_tokens=3, inputs=_features(4)).tokens == [1, 4, 4]
+
+
+def test_cross_attention_from_alone_declares_the_cache(tmp_path):
+    """Without state.cross_cache, the flow step's cross_attention_from makes the same frozen
+    cache: the same tokens, one handle for every step."""
+    pipe = onnxpipe.load(_bundle(tmp_path, {"pipeline.state": None}), text=False)
+    cross = next(c for c in pipe.executor.components if type(c).__name__ == "CrossCache")
+    assert cross.source == "encoder" and cross.inputs["decoder"] == {"cross_bias"}
+    assert pipe.generate(max_new_tokens=4, inputs=_features(5)).tokens == [5, 5, 5, 5]
+    assert pipe.generate(max_new_tokens=2, inputs=_features(3)).tokens == [3, 3]
+
+
+@pytest.mark.parametrize("flow, path, message", [
+    ([{"run": "encoder", "when": "init"}, {"run": "decoder", "when": "step", "cross_attention_from": "encodr"}],
+     "$.pipeline.flow[1].cross_attention_from", "not a declared session"),
+    ([{"run": "encoder", "when": "step", "cross_attention_from": "encoder"},
+      {"run": "decoder", "when": "step", "cross_attention_from": "encoder"}],
+     "$.pipeline.flow[0].cross_attention_from", "init phase only"),
+    ([{"run": "encoder", "when": "init"}, {"run": "decoder", "when": "step", "cross_attention_from": "encoder"},
+      {"run": "encoder", "when": "final", "cross_attention_from": "decoder"}],
+     "$.pipeline.flow[2].cross_attention_from", 'an earlier step names "encoder"'),
+])
+def test_cross_attention_from_alone_is_checked(tmp_path, flow, path, message):
+    with pytest.raises(ConfigError, match=message) as info:
+        onnxpipe.load(_bundle(tmp_path, {"pipeline.state": None, "pipeline.flow": flow}), text=False)
+    assert info.value.path == path

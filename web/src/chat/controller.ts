@@ -39,6 +39,17 @@ export class ChatController {
   ) {
     // a failed boot is reported by the load that needs it
     client.boot({ ep: 'wasm' }).then((choice) => view.loader.showThreads(choice), () => {});
+    // the worker died and came back (runtime-notice.ts says so): show what now runs, e.g. WASM
+    // after a lost WebGPU device; or, when it could not come back, that nothing is loaded
+    client.onStatus((status) => {
+      if (status.state === 'restored' && status.info) {
+        Object.assign(this.state, { loaded: status.info, ep: status.ep });
+        view.loader.showLoaded(status.info, status.ep);
+      } else if (status.state === 'failed') {
+        this.state.loaded = null;
+        if (!this.busy && this.state.status !== 'loading') this.setStatus('idle');
+      }
+    });
   }
 
   async load(): Promise<void> {

@@ -5,6 +5,7 @@
 
 import { RuntimeClient, RuntimeError } from '../client';
 import type { FrameMessage, HostMessage, Untagged, WidgetKind } from '../widget/protocol';
+import { describeStatus } from '../runtime-notice';
 import { TAG, fromParent } from './messages';
 import { EmbedError, parentOrigin } from './parent';
 import { widgetThreads } from './threads';
@@ -34,6 +35,7 @@ function start(): void {
   const client = new RuntimeClient();
   const post = (message: Untagged<FrameMessage>, transfer: Transferable[] = []): void =>
     window.parent.postMessage({ ...message, onnxpipe: TAG }, { targetOrigin: origin, transfer });
+  client.onStatus((s) => post({ type: 'runtime', state: s.state, message: describeStatus(s) }));
   const fail = (id: number | null, e: unknown): void => {
     const kind_ = e instanceof RuntimeError ? e.kind : 'internal';
     post({ type: 'error', id, kind: kind_, message: e instanceof Error ? e.message : String(e) });

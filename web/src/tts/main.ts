@@ -2,6 +2,7 @@
 
 import '../styles.css';
 import { RuntimeClient } from '../client';
+import { RuntimeNotice } from '../runtime-notice';
 import { enableOffline } from '../offline';
 import { mountBuildFooter } from '../app/build-info';
 import { el } from '../chat/dom';
@@ -77,6 +78,7 @@ function start(): void {
     }
     window.__onnxpipeTts = { client, state, controller };
     if (client) mountStoragePanel(view.root.querySelector('aside.side') ?? view.root, client);
+    if (client) view.error.root.before(new RuntimeNotice(client).root);   // the worker died / healed
     view.loader.setBundles(await voices);
     if (controller) controller.setStatus(state.status);
   })();

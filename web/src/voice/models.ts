@@ -11,6 +11,7 @@ import { el } from '../chat/dom';
 import { describeError, formatMs, type ShownError } from '../chat/format';
 import { ProgressView } from '../chat/progress';
 import type { LoadedInfo } from '../protocol';
+import { RuntimeNotice } from '../runtime-notice';
 
 export type Role = 'vad' | 'asr' | 'llm' | 'voice';
 export const ROLES: Role[] = ['vad', 'asr', 'llm', 'voice'];
@@ -40,8 +41,12 @@ export class ModelSlot {
 
   constructor(readonly role: Role) {
     this.status = el('p', { class: 'load-status', 'data-testid': `voice-model-${role}`, 'data-state': 'idle', text: 'not loaded' });
+    // this model's worker died / healed (client.ts reloads the same bundle by itself)
     this.root = el('div', { class: 'voice-model' },
-      el('h3', { text: ROLE_LABEL[role] }), this.status, this.progress.root);
+      el('h3', { text: ROLE_LABEL[role] }), this.status, this.progress.root, new RuntimeNotice(this.client, ROLE_LABEL[role]).root);
+    this.client.onStatus((status) => {
+      if (status.state === 'failed') this.info = null;   // load it again on the next use
+    });
   }
 
   /** Load ``url`` (once; again only for another URL). One WASM thread each: four models

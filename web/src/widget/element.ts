@@ -192,6 +192,12 @@ export abstract class OnnxpipeElement extends HTMLElement {
 
   private receive(message: FrameMessage): void {
     if (message.type === 'hello') return;
+    if (message.type === 'runtime') {
+      // the frame's worker died and heals itself: say so; requests in flight got a 'stopped' error
+      this.showStatus(message.message, message.state !== 'restored');
+      this.emit('onnxpipe-runtime', { state: message.state, message: message.message });
+      return;
+    }
     if (message.type === 'error') {
       const error = new WidgetError(message.kind, message.message);
       const handler = message.id === null ? undefined : this.handlers.get(message.id);

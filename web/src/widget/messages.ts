@@ -5,7 +5,8 @@ import type { FrameMessage, HostMessage, ProtocolTag, Untagged } from './protoco
 
 export const TAG: ProtocolTag = 'onnxpipe-widget/1';
 
-const FRAME_TYPES = new Set(['hello', 'progress', 'loaded', 'token', 'audio', 'replied', 'spoken', 'error']);
+const FRAME_TYPES = new Set(['hello', 'progress', 'loaded', 'token', 'audio', 'replied', 'spoken', 'error', 'runtime']);
+const WITHOUT_ID = new Set(['hello', 'error', 'runtime']);
 
 /** The message if ``event`` comes from ``frame`` on ``origin`` and is one of ours, else null. */
 export function fromFrame(event: MessageEvent, frame: Window | null, origin: string): FrameMessage | null {
@@ -13,7 +14,7 @@ export function fromFrame(event: MessageEvent, frame: Window | null, origin: str
   const data = event.data as { onnxpipe?: unknown; type?: unknown; id?: unknown } | null;
   if (typeof data !== 'object' || data === null || data.onnxpipe !== TAG) return null;
   if (typeof data.type !== 'string' || !FRAME_TYPES.has(data.type)) return null;
-  if (data.type !== 'hello' && data.type !== 'error' && typeof data.id !== 'number') return null;
+  if (!WITHOUT_ID.has(data.type) && typeof data.id !== 'number') return null;
   return data as FrameMessage;
 }
 

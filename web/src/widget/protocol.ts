@@ -53,4 +53,6 @@ export type FrameMessage =
   | { onnxpipe: ProtocolTag; type: 'audio'; id: number; index: number; samples: Float32Array; sampleRate: number; text: string }
   | { onnxpipe: ProtocolTag; type: 'replied'; id: number; text: string; finishReason: string | null }
   | { onnxpipe: ProtocolTag; type: 'spoken'; id: number; result: WidgetSpoken }
-  | { onnxpipe: ProtocolTag; type: 'error'; id: number | null; kind: string; message: string };
+  | { onnxpipe: ProtocolTag; type: 'error'; id: number | null; kind: string; message: string }
+  // the frame's runtime worker died and is restarting / was restarted with the bundle / could not be (no id)
+  | { onnxpipe: ProtocolTag; type: 'runtime'; state: 'stopped' | 'restored' | 'failed'; message: string };

@@ -1,0 +1,91 @@
+"""The image processor's JSON (transformers' preprocessor_config.json keys) as a typed object.
+
+Only Qwen2-VL's processor rules are implemented (dynamic resolution: smart_resize, bicubic,
+rescale, normalise, patchify); a file naming another processor type, a key this runtime would
+ignore, or a value it can't honour is refused at load with the file and JSON path.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from ..config.load import read_json
+from ..config.parse import parse_spec
+from ..config.schema import spec
+from ..errors import ConfigError
+
+PROCESSOR_TYPES = ("Qwen2VLImageProcessor", "Qwen2VLImageProcessorFast", "Qwen2VLImageProcessorPil")
+BICUBIC = 3   # PIL's code for the bicubic filter, the only one implemented
+
+
+@dataclass(frozen=True)
+class PixelBudget:
+    shortest_edge: int | None = spec(None, "fewest pixels (min_pixels)")
+    longest_edge: int | None = spec(None, "most pixels (max_pixels)")
+    min_pixels: int | None = spec(None, "fewest pixels (older spelling)")
+    max_pixels: int | None = spec(None, "most pixels (older spelling)")
+
+
+@dataclass(frozen=True)
+class ImageProcessorConfig:
+    image_processor_type: str = spec("Qwen2VLImageProcessor", "processor rules", choices=PROCESSOR_TYPES)
+    processor_class: str | None = spec(None, "transformers' processor name (not used)")
+    do_resize: bool = spec(True, "smart_resize to multiples of patch_size * merge_size")
+    resample: int = spec(BICUBIC, "resize filter (PIL code; 3 = bicubic, the only one implemented)")
+    size: PixelBudget | None = spec(None, "pixel budget")
+    min_pixels: int | None = spec(None, "fewest pixels after resizing")
+    max_pixels: int | None = spec(None, "most pixels after resizing")
+    do_rescale: bool = spec(True, "multiply by rescale_factor")
+    rescale_factor: float = spec(1 / 255, "pixel scale")
+    do_normalize: bool = spec(True, "(x - image_mean) / image_std per channel")
+    image_mean: tuple[float, ...] = spec((0.48145466, 0.4578275, 0.40821073), "channel means")
+    image_std: tuple[float, ...] = spec((0.26862954, 0.26130258, 0.27577711), "channel deviations")
+    do_convert_rgb: bool = spec(True, "images are RGB (callers hand over RGB bytes)")
+    patch_size: int = spec(14, "vision patch side, pixels")
+    temporal_patch_size: int = spec(2, "frames per patch (a still image is repeated)")
+    merge_size: int = spec(2, "patches merged per token along each axis")
+
+    @property
+    def factor(self) -> int:
+        return self.patch_size * self.merge_size
+
+    @property
+    def pixel_range(self) -> tuple[int, int]:
+        """(min_pixels, max_pixels) as transformers resolves them: the top-level keys win."""
+        size = self.size or PixelBudget()
+        low = self.min_pixels or size.shortest_edge or size.min_pixels or 56 * 56
+        high = self.max_pixels or size.longest_edge or size.max_pixels or 28 * 28 * 1280
+        return low, high
+
+
+def load_processor_config(bundle_dir: str, ref: str, where: str) -> tuple[ImageProcessorConfig, str]:
+    """(the parsed file, its path); ``where`` is the JSON path of the reference to it."""
+    path = os.path.join(bundle_dir, ref)
+    if os.path.isabs(ref) or ".." in ref.replace("\\", "/").split("/"):
+        raise ConfigError(f'expected a path inside the bundle, found "{ref}"', path=where)
+    if not os.path.isfile(path):
+        raise ConfigError(f'image processor config "{ref}" does not exist in {bundle_dir}', path=where)
+    config = parse_spec(ImageProcessorConfig, read_json(path), path)
+    _check(config, path)
+    return config, path
+
+
+def _check(config: ImageProcessorConfig, file: str) -> None:
+    if config.resample != BICUBIC:
+        raise ConfigError(f"resample {config.resample} is not supported: only {BICUBIC} (bicubic) is implemented",
+                          file=file, path="$.resample")
+    for key in ("patch_size", "temporal_patch_size", "merge_size"):
+        if getattr(config, key) <= 0:
+            raise ConfigError(f"expected a positive integer, found {getattr(config, key)}", file=file,
+                              path=f"$.{key}")
+    for key in ("image_mean", "image_std"):
+        if len(getattr(config, key)) != 3:
+            raise ConfigError(f"expected 3 values (R, G, B), found {len(getattr(config, key))}",
+                              file=file, path=f"$.{key}")
+    if any(v == 0 for v in config.image_std):
+        raise ConfigError("a channel deviation of 0 divides by zero", file=file, path="$.image_std")
+    low, high = config.pixel_range
+    if not 0 < low <= high:
+        raise ConfigError(f"expected 0 < min_pixels <= max_pixels, found {low} and {high}", file=file,
+                          path="$.max_pixels")

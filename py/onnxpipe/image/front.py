@@ -1,0 +1,158 @@
+"""The image front end of a vision-language bundle: images + prompt ids -> the pipeline inputs.
+
+Each image becomes one item of the ``pixel_values`` and ``image_grid_thw`` inputs (names from
+preprocessing.image), which a ``loop: per_image`` flow step runs the vision session on one by
+one; each image token in the prompt is expanded to as many tokens as the image has merged
+patches. ``attach`` wires what the runtime reads beside them: the rows a flow step's ``merge``
+writes over the embeddings, and the grids mRoPE positions are laid out from.
+"""
+
+from __future__ import annotations
+
+from ..config.schema import PipelineSpec
+from ..engine.items import Items
+from ..errors import ConfigError, InputError
+from ..state.positions import PositionIds
+from .config import ImageProcessorConfig, load_processor_config
+from .processor import Image, ImageProcessor
+from .tokens import expand_image_tokens, tokens_per_image
+
+SPEC_PATH = "$.preprocessing.image"
+MADE = {"pixel_values": (2, "float32"), "grid_thw": (2, "int64")}   # rank and dtype of each output
+
+
+def front_end_inputs(spec: PipelineSpec) -> tuple[str, ...]:
+    """The pipeline inputs the image front end supplies (none without preprocessing.image)."""
+    image = spec.preprocessing.image
+    return (image.pixel_values, image.grid_thw) if image is not None else ()
+
+
+def load_config(config) -> ImageProcessorConfig | None:
+    image = config.spec.preprocessing.image
+    if image is None:
+        return None
+    try:
+        return load_processor_config(config.bundle_dir, image.config, f"{SPEC_PATH}.config")[0]
+    except ConfigError as exc:
+        if exc.file is None:   # the reference itself is wrong: name pipeline.json
+            raise ConfigError(exc.message.split(": ", 1)[-1], file=config.file,
+                              path=f"{SPEC_PATH}.config") from None
+        raise
+
+
+def attach(config, plan, sessions: dict, components: list, executor) -> None:
+    """Load-time wiring of the vision-language keys onto the planned flow."""
+    spec, file = config.spec, config.file
+    processor = load_config(config)
+    for plans in plan.phases.values():
+        for p in plans:
+            merge = p.step.merge
+            if merge is None:
+                continue
+            i = p.index
+            if merge.into not in p.session.outputs:
+                raise ConfigError(f'session "{p.step.run}" has no output "{merge.into}" (outputs: '
+                                  f'{", ".join(p.session.outputs)})', file=file,
+                                  path=f"$.pipeline.flow[{i}].merge.into")
+            if "input_ids" not in plan.pipeline_inputs:
+                raise ConfigError("merge places rows at token positions: it needs a token loop "
+                                  "(the input_ids pipeline input)", file=file, path=f"$.pipeline.flow[{i}].merge")
+            source, output = merge.from_.split(".", 1)
+            if source in sessions:
+                if output not in sessions[source].outputs:
+                    raise ConfigError(f'session "{source}" has no output "{output}" (outputs: '
+                                      f'{", ".join(sessions[source].outputs)})', file=file,
+                                      path=f"$.pipeline.flow[{i}].merge.from")
+                _keep(plan, source, output)
+            p.merge_source = (source, output)
+            p.merge_token = spec.tokens.extra.get(merge.token)
+    positions = spec.pipeline.state.position_ids
+    if positions.grid_source:
+        source, output = positions.grid_source.split(".", 1)
+        if source in sessions:
+            if output not in sessions[source].outputs:
+                raise ConfigError(f'session "{source}" has no output "{output}" (outputs: '
+                                  f'{", ".join(sessions[source].outputs)})', file=file,
+                                  path="$.pipeline.state.position_ids.grid_source")
+            _keep(plan, source, output)
+    token = spec.tokens.extra.get("image_token")
+    for comp in components:
+        if isinstance(comp, PositionIds):
+            comp.values = executor.values
+            comp.image_token = token if isinstance(token, int) and not isinstance(token, bool) else None
+            comp.merge = positions.spatial_merge_size or (processor.merge_size if processor else None)
+            comp.grid_input = spec.preprocessing.image.grid_thw if spec.preprocessing.image else None
+            if comp.image_token is not None and 3 in comp.rank.values() and comp.merge is None:
+                raise ConfigError("mrope_3d positions of image tokens need the grid cells merged per "
+                                  "token: set position_ids.spatial_merge_size or preprocessing.image",
+                                  file=file, path="$.pipeline.state.position_ids.spatial_merge_size")
+    if processor is not None:
+        check_expected(spec, plan, sessions, file)
+
+
+def _keep(plan, session: str, name: str) -> None:
+    for plans in plan.phases.values():
+        for p in plans:
+            if p.step.run == session:
+                for names in (p.outputs, p.keep):
+                    if name not in names:
+                        names.append(name)
+
+
+def check_expected(spec: PipelineSpec, plan, sessions: dict, file: str) -> None:
+    """``expected_outputs``: each names an output of the image front end, with the rank and
+    dtype it has; every session input it feeds must have them too."""
+    image = spec.preprocessing.image
+    made = {image.pixel_values: MADE["pixel_values"], image.grid_thw: MADE["grid_thw"]}
+    for name, expected in image.expected_outputs.items():
+        path = f"{SPEC_PATH}.expected_outputs.{name}"
+        if name not in made:
+            raise ConfigError(f'"{name}" is not an output of the image preprocessing (it makes '
+                              f'{", ".join(made)})', file=file, path=path)
+        rank, dtype = made[name]
+        for key, want, have in (("rank", expected.rank, rank), ("dtype", expected.dtype, dtype)):
+            if want is not None and want != have:
+                raise ConfigError(f'the image preprocessing makes "{name}" with {key} {have}, not {want}',
+                                  file=file, path=f"{path}.{key}")
+        for plans in plan.phases.values():
+            for p in plans:
+                for input_name, kind, key in p.feeds:
+                    if kind != "pipeline" or key != name:
+                        continue
+                    info = p.session.inputs[input_name]
+                    if expected.rank is not None and info.shape is not None and len(info.shape) != expected.rank:
+                        raise ConfigError(f'session "{p.step.run}" input "{input_name}" has rank '
+                                          f"{len(info.shape)}, expected {expected.rank}", file=file,
+                                          path=f"{path}.rank")
+                    if expected.dtype is not None and info.dtype != expected.dtype:
+                        raise ConfigError(f'session "{p.step.run}" input "{input_name}" is {info.dtype}, '
+                                          f"expected {expected.dtype}", file=file, path=f"{path}.dtype")
+
+
+class ImageFrontEnd:
+    def __init__(self, loaded):
+        spec = loaded.spec
+        self.spec = spec.preprocessing.image
+        self.config = load_config(loaded.config)
+        # pixels are read back to the host at once: run where the host is
+        provider = "wasm" if "wasm" in loaded.backend.providers else "cpu"
+        self.processor = ImageProcessor(loaded.backend, self.config, provider)
+        token = spec.tokens.extra.get("image_token")
+        self.token = token if isinstance(token, int) and not isinstance(token, bool) else None
+
+    def prepare(self, ids: list[int], images) -> tuple[list[int], dict]:
+        """(the ids with each image token expanded, the per-image pipeline inputs)."""
+        images = list(images or ())
+        if not images:
+            return ids, {}
+        if self.token is None:
+            raise InputError("this bundle names no tokens.extra.image_token: it can't place images in a prompt")
+        for i, image in enumerate(images):
+            if not isinstance(image, Image):
+                raise InputError(f"images[{i}]: expected onnxpipe.image.Image (RGB bytes, width, height), "
+                                 f"found {type(image).__name__}")
+        done = [self.processor.process(image) for image in images]
+        counts = [tokens_per_image(d.grid, self.config.merge_size) for d in done]
+        ids = expand_image_tokens(ids, self.token, counts)
+        return ids, {self.spec.pixel_values: Items(d.pixel_values for d in done),
+                     self.spec.grid_thw: Items((list(d.grid), (1, 3)) for d in done)}

@@ -1,0 +1,78 @@
+"""One RGB image -> Qwen2-VL's pixel rows and grid, by the graph of ``ops/image.py``.
+
+The pixel work runs in the engine (onnxruntime natively, onnxruntime-web in the browser); only
+the target size (``smart_resize``) and the shapes are computed here, in plain Python.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import InputError
+from ..ops.image import patchify_graph
+from .config import ImageProcessorConfig
+from .resize import smart_resize, vertical_first
+
+
+@dataclass(frozen=True)
+class Image:
+    """An RGB image: ``width * height * 3`` bytes, row by row (what a decoded PNG/JPEG holds)."""
+
+    rgb: bytes | bytearray | memoryview
+    width: int
+    height: int
+
+    def __post_init__(self) -> None:
+        for key in ("width", "height"):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise InputError(f"image {key}: expected a positive integer, found {value!r}")
+        if not isinstance(self.rgb, (bytes, bytearray, memoryview)):
+            raise InputError(f"image rgb: expected bytes (R, G, B per pixel), found {type(self.rgb).__name__}")
+        if len(self.rgb) != self.width * self.height * 3:
+            raise InputError(f"image of {self.width}x{self.height}: expected {self.width * self.height * 3} "
+                             f"RGB bytes, found {len(self.rgb)}")
+
+
+@dataclass(frozen=True)
+class ProcessedImage:
+    pixel_values: tuple[list, tuple[int, int]]   # (flat float32 values, (patches, patch_dim))
+    grid: tuple[int, int, int]                   # (t, h, w) in patches
+
+
+class ImageProcessor:
+    def __init__(self, backend, config: ImageProcessorConfig, provider: str = "cpu"):
+        self.backend = backend
+        self.config = config
+        self.provider = provider
+
+    def target_size(self, height: int, width: int) -> tuple[int, int]:
+        c = self.config
+        if c.do_resize:
+            return smart_resize(height, width, c.factor, *c.pixel_range)
+        if height % c.factor or width % c.factor:
+            raise InputError(f"image of {width}x{height}: do_resize is off, so both sides must be "
+                             f"multiples of patch_size * merge_size = {c.factor}")
+        return height, width
+
+    def process(self, image: Image) -> ProcessedImage:
+        c, backend = self.config, self.backend
+        height, width = self.target_size(image.height, image.width)
+        resize = (height, width) != (image.height, image.width)
+        graph = patchify_graph(c.temporal_patch_size, resize,
+                               resize and vertical_first(image.height, image.width, height, width),
+                               c.rescale_factor if c.do_rescale else None,
+                               tuple(c.image_mean) if c.do_normalize else None,
+                               tuple(c.image_std) if c.do_normalize else None)
+        session = backend.open_graph(graph, self.provider)
+        p, m = c.patch_size, c.merge_size
+        gh, gw = height // p, width // p
+        rows = (gh * gw, 3 * c.temporal_patch_size * p * p)
+        feeds = {"rgb": backend.tensor(memoryview(image.rgb), "uint8", (image.height, image.width, 3)),
+                 "sizes": backend.tensor([1, 3, height, width], "int64", (4,)),
+                 "blocks": backend.tensor([3, gh // m, m, p, gw // m, m, p], "int64", (7,)),
+                 "rows": backend.tensor(list(rows), "int64", (2,))}
+        out = backend.run(session, feeds, ["pixel_values"])["pixel_values"]
+        values = backend.to_list(out)
+        backend.dispose_many(list(feeds.values()) + [out])
+        return ProcessedImage((values, rows), (1, gh, gw))

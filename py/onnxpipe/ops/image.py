@@ -1,0 +1,69 @@
+"""Image preprocessing as one small ONNX graph the runtime runs (no numpy or PIL at run time).
+
+``patchify_graph(...)``: input ``rgb`` uint8 [h, w, 3] and the int64 shape inputs a caller
+computes in Python (``sizes`` [4] = 1, 3, new_h, new_w; ``blocks`` [7] = 3, gh/m, m, p, gw/m,
+m, p; ``rows`` [2] = gh*gw, 3*t*p*p); output ``pixel_values`` float32 [gh*gw, 3*t*p*p], the
+rows of Qwen2-VL's image processor:
+
+1. resize to (new_h, new_w): bicubic (a = -0.5), antialiased when shrinking, pixel centres
+   aligned (half_pixel), edge weights renormalised: Pillow's BICUBIC filter, which is what
+   transformers' slow processor runs. Pillow resamples one axis at a time, back to 8 bits in
+   between; Pillow 13 does the vertical pass first when the height shrinks and the width does
+   not (``vertical_first``, see ``image/resize.py``), so the graph does the same;
+2. rescale and normalise: (x * rescale - mean) / std per channel;
+3. patchify: [3, gh/m, m, p, gw/m, m, p] -> (gh/m, gw/m, m, m, 3, p, p), each patch repeated
+   ``temporal`` times along a new axis before the 3 x p x p block (one still frame), flattened.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from .proto import Graph
+
+__all__ = ["patchify_graph"]
+
+OPSET = 18   # Resize's ``antialias`` attribute
+
+
+@lru_cache(maxsize=None)
+def patchify_graph(temporal: int, resize: bool, vertical_first: bool, rescale: float | None,
+                   mean: tuple[float, ...] | None, std: tuple[float, ...] | None) -> bytes:
+    """The graph in the module docstring; ``rescale``/``mean``/``std`` None skip their step."""
+    g = Graph("image_patchify")
+    g.input("rgb", "uint8", ["h", "w", 3])
+    g.input("sizes", "int64", [4])
+    g.input("blocks", "int64", [7])
+    g.input("rows", "int64", [2])
+    x = g.node("Cast", ["rgb"], "rgb_f", to=1)
+    x = g.node("Transpose", [x], "chw", perm=[2, 0, 1])
+    g.const("axis0", [0], "int64", [1])
+    x = g.node("Unsqueeze", [x, "axis0"], "nchw")
+    if resize:
+        g.const("lo", [0.0], "float32", [])
+        g.const("hi", [255.0], "float32", [])
+        # one axis per pass, each back to 8 bits, as Pillow does (its order: see the docstring)
+        g.const("one_axis", [2 if vertical_first else 3], "int64", [1])
+        first = g.node("ScatterElements", [g.node("Shape", [x], "in_shape"), "one_axis",
+                                           g.node("Gather", ["sizes", "one_axis"], "one_size")],
+                       "first_sizes")
+        for name, sizes in (("pass1", first), ("pass2", "sizes")):
+            x = g.node("Resize", [x, "", "", sizes], f"{name}_f", mode="cubic", cubic_coeff_a=-0.5,
+                       antialias=1, exclude_outside=1, coordinate_transformation_mode="half_pixel")
+            x = g.node("Clip", [g.node("Round", [x], f"{name}_r"), "lo", "hi"], name)
+    if rescale is not None:
+        g.const("scale", [rescale], "float32", [])
+        x = g.node("Mul", [x, "scale"], "rescaled")
+    if mean is not None:
+        g.const("mean", list(mean), "float32", [1, 3, 1, 1])
+        g.const("std", list(std), "float32", [1, 3, 1, 1])
+        x = g.node("Div", [g.node("Sub", [x, "mean"], "centred"), "std"], "normalised")
+    x = g.node("Reshape", [x, "blocks"], "blocks7")
+    x = g.node("Transpose", [x], "patch_major", perm=[1, 4, 2, 5, 0, 3, 6])
+    g.const("axis5", [5], "int64", [1])
+    x = g.node("Unsqueeze", [x, "axis5"], "framed")
+    g.const("repeat", [1, 1, 1, 1, 1, temporal, 1, 1], "int64", [8])
+    x = g.node("Tile", [x, "repeat"], "frames")
+    g.node("Reshape", [x, "rows"], "pixel_values")
+    g.output("pixel_values", "float32", ["patches", "patch_dim"])
+    return g.to_bytes(opset=OPSET)

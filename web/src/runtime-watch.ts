@@ -1,0 +1,81 @@
+// Notices that a runtime worker died, for RuntimeClient (client.ts), which then replaces it.
+// A terminated or crashed worker sends nothing, so two watches besides its own 'error' events:
+// - a Web Lock the worker takes at start and holds while it lives: the browser releases it when
+//   the worker ends however it ends (terminate(), a crash), and the page's request for the same
+//   lock is granted at that moment, busy or idle;
+// - where there are no Web Locks (a frame without storage access), and against a worker that
+//   hangs: a ping while nothing is in flight, answered at once by a live worker. While a request
+//   runs the worker may not take messages for a long time (a long prefill, a session opening),
+//   so no ping is judged then.
+
+import type { Request } from './protocol';
+
+/** Ping this often while nothing is in flight ... */
+export const PING_EVERY_MS = 2000;
+/** ... and declare the worker dead when a ping stays unanswered this many beats (counted in
+ * beats, not wall-clock time: a frozen tab freezes the worker too, and its timer fires once on
+ * waking, which must not read as a missed answer). */
+export const PING_MISSED_BEATS = 5;
+
+let watches = 0;
+
+export class WorkerWatch {
+  private readonly lock = `onnxpipe-runtime-alive-${crypto.randomUUID?.() ?? `${Date.now()}-${Math.random()}`}-${watches++}`;
+  private readonly abort = new AbortController();
+  private timer: ReturnType<typeof setInterval> | null = null;
+  private waiting = false;   // a ping is unanswered
+  private missed = 0;   // beats since it was sent
+  private stopped = false;
+
+  /** ``idle``: nothing in flight (then pings are judged); ``onDeath`` is called at most once;
+   * ``everyMs``: the beat (shorter on test pages). */
+  constructor(
+    private readonly worker: Worker,
+    private readonly idle: () => boolean,
+    private readonly onDeath: (reason: string) => void,
+    private readonly everyMs = PING_EVERY_MS,
+  ) {}
+
+  /** Ask the worker to take the lock (``debug``: allow the test-only 'crash' request); start pinging. */
+  start(id: number, debug: boolean): void {
+    this.worker.postMessage({ type: 'watch', id, lock: this.lock, debug } satisfies Request);
+    this.timer = setInterval(() => this.beat(), this.everyMs);
+  }
+
+  /** The worker holds the lock (``locks`` false: it has no Web Locks): wait for its release. */
+  watching(locks: boolean): void {
+    if (!locks || this.stopped || !navigator.locks) return;
+    navigator.locks.request(this.lock, { signal: this.abort.signal }, () => this.die('the worker ended (terminated or crashed)'))
+      .catch(() => {});   // aborted by stop(), or no Web Locks in this page
+  }
+
+  pong(): void {
+    this.waiting = false;
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.abort.abort();
+    if (this.timer !== null) clearInterval(this.timer);
+  }
+
+  private beat(): void {
+    if (!this.idle()) {
+      this.waiting = false;   // a ping sent before a request began is not judged
+      return;
+    }
+    if (!this.waiting) {
+      this.waiting = true;
+      this.missed = 0;
+      this.worker.postMessage({ type: 'ping', id: 0 } satisfies Request);
+    } else if (++this.missed >= PING_MISSED_BEATS) {
+      this.die(`it did not answer a ping in ${(PING_MISSED_BEATS * this.everyMs) / 1000} s`);
+    }
+  }
+
+  private die(reason: string): void {
+    if (this.stopped) return;
+    this.stop();
+    this.onDeath(reason);
+  }
+}
