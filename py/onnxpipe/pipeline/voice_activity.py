@@ -122,7 +122,7 @@ class VoiceActivity:
         check_sample_rate(sample_rate)
         detector = self.detector(**controls)
         samples = as_float32(samples)
-        if sample_rate != detector.sample_rate:
+        if sample_rate != detector.sample_rate and len(samples):   # nothing to resample in no audio
             samples = self._resample(samples, sample_rate, detector.sample_rate)
         detector.push(samples)
         detector.finish()

@@ -170,6 +170,7 @@ def reference_segments(pipe):
 # rates far from the bundle's: a resample to ~50M samples (minutes), or to none (EngineError)
 @example(samples=[0.0] * 3000, rate=1, controls={})
 @example(samples=[0.0] * 10, rate=10**9, controls={})
+@example(samples=[], rate=8000, controls={})   # no audio at another rate: nothing to resample
 def test_bad_audio_for_voice_activity(vad, samples, rate, controls):
     pipe, _ = vad
     with time_limit():
