@@ -18,7 +18,7 @@ PORT ?= 8080
 HOST_PAGE_PORT ?= 8081
 export DEBIAN_FRONTEND := noninteractive
 
-.PHONY: demo chat test models fixtures fuzz bench setup clean-models web web-deps node-deps typecheck e2e espeak
+.PHONY: demo chat test models fixtures fuzz soak bench setup clean-models web web-deps node-deps typecheck e2e espeak
 
 demo: models web ## build the site and serve the demo on http://127.0.0.1:$(PORT)/ (+ a site embedding the widget on $(HOST_PAGE_PORT))
 	$(PY) tools/serve.py --port $(PORT) --host-page-port $(HOST_PAGE_PORT)
@@ -97,6 +97,10 @@ fixtures: $(STAMP) ## tiny random-weight test models and their oracle outputs
 
 fuzz: models fixtures ## the long fuzz run: tens of thousands of mutated pipeline.json files and bad inputs
 	ONNXPIPE_FUZZ=long $(PY) -m pytest tests/py/fuzz -q -p no:cacheprovider --hypothesis-show-statistics
+
+soak: models web-deps web ## 1,000 generations (chat, speech, transcription mixed) natively and in the browser: memory start/end/max, growth within noise
+	$(PY) -m tests.soak.soak_native --generations 1000 --every 50
+	ONNXPIPE_E2E_DIST=dist node tests/soak/soak_browser.mjs --generations 1000 --every 50
 
 clean-models:
 	git clean -fdX public/models tests/fixtures/.cache

@@ -4,7 +4,7 @@
 //   /pyodide/*        Pyodide runtime from node_modules/pyodide + build/pyodide/pyodide-lock.json
 //                     + the onnxpipe wheel (tools/build_pyodide_lock.py)
 //   /models/<bundle>/ public/models/<bundle>/ (served in place; never copied into dist/)
-// with COOP/COEP everywhere and .wasm as application/wasm. tools/serve.py serves dist/ the same way.
+// with COOP/COEP and the site's CSP (tools/csp.json) everywhere and .wasm as application/wasm. tools/serve.py serves dist/ the same way.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -25,10 +25,20 @@ const ESPEAK_FILES = ['espeak-ng.js', 'espeak-ng.data', 'COPYING'];
 const espeakFiles = () =>
   new Map(ESPEAK_FILES.map((name) => [name, path.join(ESPEAK_NPM, name)] as const).filter(([, p]) => fs.existsSync(p)));
 
+/** The Content-Security-Policy tools/serve.py sends too, from the same tools/csp.json
+ * (docs/security.md); ``frameAncestors``: 'self' for the site, the allow-list for embed.html.
+ * ``dev``: the dev server injects imported CSS as <style> elements, so it allows inline styles. */
+export function contentSecurityPolicy(frameAncestors = "'self'", dev = false): string {
+  const { policy } = JSON.parse(fs.readFileSync(path.join(ROOT, 'tools', 'csp.json'), 'utf8')) as { policy: Record<string, string[]> };
+  if (dev) policy['style-src'] = [...policy['style-src'], "'unsafe-inline'"];
+  return [...Object.entries(policy).map(([name, sources]) => [name, ...sources].join(' ')), `frame-ancestors ${frameAncestors}`].join('; ');
+}
+
 export const CROSS_ORIGIN_HEADERS: Record<string, string> = {
   'Cross-Origin-Opener-Policy': 'same-origin',
   'Cross-Origin-Embedder-Policy': 'require-corp',
   'Cross-Origin-Resource-Policy': 'same-origin',
+  'Content-Security-Policy': contentSecurityPolicy(),
 };
 
 const MIME: Record<string, string> = {
@@ -144,10 +154,10 @@ function serveDir(prefix: string, dir: string | (() => Map<string, string>)): Co
 }
 
 /** The widget's cross-origin headers, as tools/serve.py sends them (docs/widget.md): widget.js is
- * a module script other sites load (CORS + CORP), embed.html a frame they show (CORP, and
- * frame-ancestors from ONNXPIPE_FRAME_ANCESTORS, default `*`). Vite's own `headers` would set
+ * a module script other sites load (CORS + CORP), embed.html a frame they show (CORP, and the
+ * site's CSP with frame-ancestors from ONNXPIPE_FRAME_ANCESTORS, default `*`). Vite's own `headers` would set
  * CORP: same-origin on them afterwards, so these values are pinned. */
-function widgetHeaders(): Connect.NextHandleFunction {
+function widgetHeaders(dev: boolean): Connect.NextHandleFunction {
   const ancestors = process.env.ONNXPIPE_FRAME_ANCESTORS ?? '*';
   const scripts = new Set(['/widget.js', '/src/widget/widget.ts']);   // built, dev
   return (req, res, next) => {
@@ -155,7 +165,7 @@ function widgetHeaders(): Connect.NextHandleFunction {
     const pinned: Record<string, string> | null = scripts.has(url)
       ? { 'access-control-allow-origin': '*', 'cross-origin-resource-policy': 'cross-origin' }
       : url === '/embed.html'
-        ? { 'content-security-policy': `frame-ancestors ${ancestors}`, 'cross-origin-resource-policy': 'cross-origin' }
+        ? { 'content-security-policy': contentSecurityPolicy(ancestors, dev), 'cross-origin-resource-policy': 'cross-origin' }
         : null;
     if (pinned) {
       const setHeader = res.setHeader.bind(res);
@@ -172,7 +182,7 @@ function onnxpipeSite(): Plugin {
   let outDir = path.join(ROOT, 'dist');
   let command: 'build' | 'serve' = 'serve';
   const install = (server: ViteDevServer | PreviewServer, dev: boolean) => {
-    server.middlewares.use(widgetHeaders());
+    server.middlewares.use(widgetHeaders(dev));
     if (!dev) {
       server.middlewares.use(serveDir('/pyodide/', path.join(outDir, 'pyodide')));
     } else {
@@ -252,7 +262,7 @@ export default defineConfig({
   server: {
     host: '127.0.0.1',
     port: 5173,
-    headers: CROSS_ORIGIN_HEADERS,
+    headers: { ...CROSS_ORIGIN_HEADERS, 'Content-Security-Policy': contentSecurityPolicy("'self'", true) },
     // workers/ and node_modules/ live outside web/ (node_modules may be a link elsewhere)
     fs: { allow: [ROOT, ...(fs.existsSync(path.join(ROOT, 'node_modules')) ? [fs.realpathSync(path.join(ROOT, 'node_modules'))] : [])] },
   },

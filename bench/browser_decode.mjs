@@ -92,7 +92,8 @@ async function main() {
     '/model/': BUNDLE, '/bench/': path.join(ROOT, 'bench'),
   };
   if (haveTjs) Object.assign(mounts, { '/tjs/': TJS, '/tjs-ort/': TJS_ORT, [`/tjs-model/${NAME}/`]: transformersModel(file, data) });
-  const server = await startServer({ root: site, mounts });
+  // bare_loop.html and browser_transformers.html are inline-script pages of other runtimes
+  const server = await startServer({ root: site, mounts, csp: false });
   // a fresh browser process per driver (same binary and flags): none inherits another's memory
   let browser, context;
   const offsite = [];

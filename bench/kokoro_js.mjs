@@ -67,7 +67,8 @@ async function main() {
   const kokoro = path.join(PEER, 'kokoro-js', 'dist');
   if (!fs.existsSync(path.join(kokoro, 'kokoro.web.js'))) throw new Error(`kokoro-js is not installed in ${PEER} (see this file's header)`);
   const version = JSON.parse(fs.readFileSync(path.join(PEER, 'kokoro-js', 'package.json'))).version;
-  const server = await startServer({ root: ensureSite(), mounts: { '/bench/': path.join(ROOT, 'bench'),
+  // kokoro_js.html is an inline-script page of another runtime, fetching from the hub server
+  const server = await startServer({ root: ensureSite(), csp: false, mounts: { '/bench/': path.join(ROOT, 'bench'),
     '/kokoro-js/': kokoro, '/tjs-dist/': path.join(PEER, '@huggingface', 'transformers', 'dist') } });
   const served = [];
   const hubHttps = await hubServer(a.hub, served);

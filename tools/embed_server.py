@@ -2,8 +2,8 @@
 
 - ``widget_headers``: headers that replace the defaults for the two files other sites use:
   widget.js (a cross-origin module script: CORS + CORP cross-origin) and embed.html (a frame
-  other sites show: CORP cross-origin, so a cross-origin isolated host can frame it, and
-  ``Content-Security-Policy: frame-ancestors <allow-list>``, so only listed sites can);
+  other sites show: CORP cross-origin, so a cross-origin isolated host can frame it, and the
+  site's Content-Security-Policy with ``frame-ancestors <allow-list>``, so only listed sites can);
 - ``serve_host_page``: the example host page on a second origin (another port), with
   ``%ONNXPIPE_ORIGIN%`` in its .html files replaced by onnxpipe's origin.
 """
@@ -14,6 +14,11 @@ import re
 import threading
 import urllib.parse
 from pathlib import Path
+
+try:
+    from tools import csp
+except ImportError:   # run as a script: tools/ is on sys.path
+    import csp  # type: ignore[no-redef]
 
 WIDGET_SCRIPT = "/widget.js"
 EMBED_PAGE = "/embed.html"
@@ -41,7 +46,7 @@ def widget_headers(url_path: str, frame_ancestors: str) -> dict[str, str]:
     if url_path == WIDGET_SCRIPT:
         return {"Access-Control-Allow-Origin": "*", "Cross-Origin-Resource-Policy": "cross-origin"}
     if url_path == EMBED_PAGE:
-        return {"Content-Security-Policy": f"frame-ancestors {frame_ancestors}",
+        return {"Content-Security-Policy": csp.policy(frame_ancestors),
                 "Cross-Origin-Resource-Policy": "cross-origin"}
     return {}
 

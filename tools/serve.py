@@ -2,10 +2,12 @@
 
     python tools/serve.py [--port 8080] [--host 127.0.0.1] [--root dist]
                           [--mount /models/=public/models] [--mount /e2e/=tests/e2e/fixtures]
-                          [--frame-ancestors "*"] [--host-page-port 8081]
+                          [--frame-ancestors "*"] [--host-page-port 8081] [--no-csp]
 
 - every response carries COOP: same-origin, COEP: require-corp, CORP: same-origin
-  (cross-origin isolation, so onnxruntime-web can use threads);
+  (cross-origin isolation, so onnxruntime-web can use threads) and the site's
+  Content-Security-Policy (tools/csp.json; docs/security.md), unless `--no-csp` (benchmarks
+  that put other runtimes' pages, with inline scripts and their own hosts, beside the site);
 - .wasm is application/wasm (Pyodide hangs otherwise), .mjs text/javascript,
   .onnx/.data application/octet-stream;
 - /models/ is served in place from public/models (hundreds of MB are never copied into dist/);
@@ -30,8 +32,9 @@ try:
 except ImportError:   # run as a script: tools/ is on sys.path, not the repo root
     from http_range import RangeMixin  # type: ignore[no-redef]
 try:
-    from tools import embed_server
+    from tools import csp, embed_server
 except ImportError:
+    import csp  # type: ignore[no-redef]
     import embed_server  # type: ignore[no-redef]
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -63,7 +66,8 @@ MIME = {
 }
 
 
-def make_handler(root: Path, mounts: list[tuple[str, Path]], quiet: bool, frame_ancestors: str = "*"):
+def make_handler(root: Path, mounts: list[tuple[str, Path]], quiet: bool, frame_ancestors: str = "*",
+                 content_security_policy: bool = True):
     class Handler(RangeMixin, http.server.SimpleHTTPRequestHandler):  # Range: tools/http_range.py
         protocol_version = "HTTP/1.1"  # keep-alive: the page fetches dozens of files
         extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map, **MIME}
@@ -89,7 +93,10 @@ def make_handler(root: Path, mounts: list[tuple[str, Path]], quiet: bool, frame_
         def end_headers(self) -> None:
             # widget.js and embed.html are used by other sites: tools/embed_server.py
             url_path = urllib.parse.urlsplit(self.path).path
-            for k, v in {**HEADERS, **embed_server.widget_headers(url_path, frame_ancestors)}.items():
+            own = {**HEADERS, "Content-Security-Policy": csp.policy()}
+            for k, v in {**own, **embed_server.widget_headers(url_path, frame_ancestors)}.items():
+                if k == "Content-Security-Policy" and not content_security_policy:
+                    continue
                 self.send_header(k, v)
             self.send_header("Cache-Control", "no-cache")
             super().end_headers()
@@ -123,6 +130,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--frame-ancestors", default="*",
                     help="sites allowed to embed the widget (embed.html's CSP frame-ancestors), "
                          "space-separated, e.g. \"https://a.example https://b.example\" (default *: any)")
+    ap.add_argument("--no-csp", action="store_true",
+                    help="send no Content-Security-Policy (for benchmark pages of other runtimes only; "
+                         "docs/security.md)")
     ap.add_argument("--host-page-port", type=int, default=None,
                     help="also serve the example host page (--host-page-dir) on this port: a second "
                          "origin that embeds the widget from this one (0: a free port)")
@@ -140,7 +150,8 @@ def main(argv: list[str] | None = None) -> None:
     if not (root / "index.html").is_file():
         sys.exit(f"{root}/index.html not found: build the site first (make web)")
     mounts = sorted([("/models/", args.models.resolve()), *args.mount], key=lambda m: -len(m[0]))
-    server = http.server.ThreadingHTTPServer((args.host, args.port), make_handler(root, mounts, args.quiet, frame_ancestors))
+    server = http.server.ThreadingHTTPServer((args.host, args.port), make_handler(root, mounts, args.quiet, frame_ancestors,
+                                                                               not args.no_csp))
     server.daemon_threads = True
     host, port = server.server_address[:2]
     print(f"serving http://{host}:{port}/", flush=True)

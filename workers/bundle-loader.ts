@@ -3,6 +3,7 @@
 
 import type { ManifestFile } from './storage/bundle-index';
 import { LoadError } from './storage/errors';
+import { checkBundleOrigin, checkManifestPaths } from './storage/origin';
 import { bundleKey } from './storage/opfs';
 import { BundleStore, type StoreProgress } from './storage/store';
 
@@ -31,8 +32,10 @@ export async function loadBundle(
   warnings: string[],
   choose: (small: Map<string, Uint8Array>, large: string[]) => Promise<Set<string>>,
 ): Promise<Map<string, BundleFile>> {
+  checkBundleOrigin(base, self.location.origin);   // model files only from our own origin
   const store = await BundleStore.open(base, warnings);
   const manifest = await store.manifest();
+  checkManifestPaths(manifest, base);
   const small = new Map<string, Uint8Array>();
   for (const file of manifest.files.filter((f) => !isLarge(f.path))) {
     small.set(file.path, new Uint8Array(await (await store.file(file, progress)).arrayBuffer()));

@@ -96,6 +96,10 @@ function fromPython<T>(id: number, json: string, key: string): T | null {
 
 async function load(request: Extract<Request, { type: 'load' }>): Promise<void> {
   const { id } = request;
+  if (typeof request.bundleUrl !== 'string' || !request.bundleUrl) {
+    post({ type: 'error', id, kind: 'input', message: `load: "bundleUrl" must be a URL string, found ${JSON.stringify(request.bundleUrl) ?? 'none'}` });
+    return;
+  }
   const requested = now();
   runtime ??= boot(request.threads, request.ep);
   post({ type: 'progress', id, phase: 'boot', file: 'pyodide', loaded: 0, total: 0, percent: 0 });
@@ -265,8 +269,17 @@ async function run(request: Extract<Request, { type: 'run' }>): Promise<void> {
 /** List or remove stored bundles. A bundle being loaded (its files open for writing, here or
  * in another tab) is not removed; a loaded one may be: its sessions already hold the weights. */
 async function storage(request: Extract<Request, { type: 'storage' }>): Promise<void> {
+  const { op } = request as { op: unknown };
+  if (op !== 'list' && op !== 'remove') {
+    post({ type: 'error', id: request.id, kind: 'input', message: `storage: "op" must be "list" or "remove", found ${JSON.stringify(op) ?? 'none'}` });
+    return;
+  }
   if (request.op === 'remove') {
     const key = request.key;
+    if (typeof key !== 'string' || !(await listStored()).some((b) => b.key === key)) {
+      post({ type: 'error', id: request.id, kind: 'input', message: `storage remove: no bundle ${JSON.stringify(key) ?? 'none'} is stored on this device (a storage list request gives the keys)` });
+      return;
+    }
     const removed = await navigator.locks.request(lockFor(key), { ifAvailable: true }, async (lock) => {
       if (lock) await removeStored(key);
       return lock !== null;
@@ -287,7 +300,22 @@ const vadEntry = (entry: Record<string, PyFunction>): VadEntry => ({
   stop: () => entry.listen_stop.callPromising(),
 });
 
+/** Why a request's audio is not mono samples at a rate, or null. */
+function badAudio(request: { samples: unknown; sampleRate: unknown }): string | null {
+  if (!(request.samples instanceof Float32Array)) return `"samples" must be a Float32Array, found ${Object.prototype.toString.call(request.samples)}`;
+  const rate = request.sampleRate;
+  if (typeof rate !== 'number' || !Number.isInteger(rate) || rate <= 0) return `"sampleRate" must be a positive integer, found ${JSON.stringify(rate) ?? 'none'}`;
+  return null;
+}
+
 async function handle(request: Request): Promise<void> {
+  if (request.type === 'transcribe' || request.type === 'detectSpeech') {
+    const problem = badAudio(request);
+    if (problem) {
+      post({ type: 'error', id: request.id, kind: 'input', message: `${request.type}: ${problem}` });
+      return;
+    }
+  }
   switch (request.type) {
     case 'listen': {
       // chunks keep coming while other requests run: the listen holds no busy flag
@@ -365,13 +393,37 @@ async function handle(request: Request): Promise<void> {
       } finally {
         busy = false;
       }
+      return;
+    default: {
+      // a request the protocol has no such type for would otherwise go unanswered
+      const { id, type } = request as { id: number; type: unknown };
+      post({ type: 'error', id, kind: 'input', message: `unknown request type ${JSON.stringify(type)} (web/src/protocol.ts lists them)` });
+    }
   }
+}
+
+/** Why ``data`` is not a request (an object with a numeric id and a string type), or null. */
+function malformed(data: unknown): string | null {
+  if (typeof data !== 'object' || data === null || Array.isArray(data)) {
+    return `a request must be an object with a numeric "id" and a "type", found ${Array.isArray(data) ? 'an array' : String(data)}`;
+  }
+  const { id, type } = data as { id?: unknown; type?: unknown };
+  if (typeof id !== 'number' || !Number.isFinite(id)) return `a request needs a numeric "id", found ${JSON.stringify(id) ?? 'none'}`;
+  if (typeof type !== 'string') return `a request needs a string "type", found ${JSON.stringify(type) ?? 'none'}`;
+  return null;
 }
 
 let debugHooks = false;   // test-only requests ('crash') allowed: set by 'watch'
 
 if (!self.name?.startsWith('em-pthread')) {
   self.onmessage = (message: MessageEvent<Request>) => {
+    const problem = malformed(message.data);
+    if (problem) {
+      // answered with id -1 when the message has no usable id
+      const id = (message.data as { id?: unknown } | null)?.id;
+      post({ type: 'error', id: typeof id === 'number' && Number.isFinite(id) ? id : -1, kind: 'input', message: problem });
+      return;
+    }
     handle(message.data).catch((error: unknown) => fail(message.data.id, error));
   };
   // a trap or an allocation failure in a callback no request awaits

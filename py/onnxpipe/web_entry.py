@@ -139,7 +139,10 @@ def generate(request_json: str, emit, images=None) -> str:
     ``images``: the worker's decoded images ({rgb: Uint8Array, width, height}), if any."""
     try:
         request = json.loads(request_json)
-        options = dict(request.get("options") or {})
+        options = request.get("options") or {}
+        if not isinstance(options, dict):
+            raise InputError(f"options: expected an object, found {type(options).__name__}")
+        options = dict(options)
         if images is not None:
             if request.get("messages"):
                 raise InputError("images go with a prompt or inputIds (one image token per image), "
@@ -173,7 +176,10 @@ def run(request_json: str, emit) -> str:
         from .diffusion.image import png, to_pixels
 
         request = json.loads(request_json)
-        options = dict(request.get("options") or {})
+        options = request.get("options") or {}
+        if not isinstance(options, dict):
+            raise InputError(f"options: expected an object, found {type(options).__name__}")
+        options = dict(options)
         controls = request.get("controls") or {}
         if not isinstance(controls, dict):
             raise InputError(f"controls: expected an object, found {type(controls).__name__}")

@@ -199,6 +199,14 @@ test('offline reload of the chat page boots and runs a stored fixture bundle (fr
     await page.waitForFunction(() => Boolean(window.__onnxpipe?.client), null, { timeout: TIMEOUTS.page, polling: 50 });
     // the precached page keeps its COOP/COEP headers: threads stay possible offline
     assert.equal(await page.evaluate(() => crossOriginIsolated), true, 'the offline page is not cross-origin isolated');
+    // and its Content-Security-Policy (docs/security.md): an injected inline script stays refused
+    assert.match(response.headers()['content-security-policy'] ?? '', /^default-src 'self'; script-src 'self' 'wasm-unsafe-eval';/);
+    assert.equal(await page.evaluate(() => {
+      const s = document.createElement('script');
+      s.textContent = 'window.__injected = true';
+      document.body.append(s);
+      return window.__injected ?? false;
+    }), false, 'an inline script ran on the offline page');
     await loadBundle(page, bundleUrl, { ep: 'wasm' });
     const offline = await generate(page, request);
     assert.deepEqual(offline.result.tokens, online.result.tokens, 'same tokens offline');

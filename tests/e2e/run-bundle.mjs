@@ -28,7 +28,10 @@
 // tools/serve.py (its manifest.json is written first when missing or stale; nothing else in
 // it is touched). The site is dist/ (rebuilt with vite when older than its sources) or
 // $ONNXPIPE_E2E_DIST. Every request not to 127.0.0.1 is blocked. --repeat K generates K
-// times on the one loaded bundle and reports the last (the first pays one-time warm-up).
+// times on the one loaded bundle and reports the last (the first pays one-time warm-up); the
+// --json object's "memory" holds the runtime worker's wasm heaps and JS heap (after a forced
+// GC; tests/e2e/lib/memory.mjs) sampled after the first generation, every 50th and the last:
+// {"wasm_bytes": [first, last], "js_heap_bytes": [first, last], "wasm_max_bytes", "js_heap_max_bytes", "samples"}.
 // --dtype picks a transformers.js folder's precision (fp32, fp16, q4, q4f16, ...); the JSON
 // says which dtype ran ("dtype") and what the folder offers ("dtypes").
 // Exits 1 with the error on stderr on failure.
@@ -36,7 +39,21 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { launchBrowser, startServer } from './lib/browser.mjs';
 import { detectSpeech, ensureManifest, ensureSite, generate, loadBundle, openRuntimePage, runOnce, speak, transcribe } from './lib/runtime.mjs';
+import { memoryProbe, memorySummary } from './lib/memory.mjs';
 import { readWav } from './lib/wav.mjs';
+
+export const MEMORY_EVERY = 50;
+
+/** ``once()`` a.repeat times; memory sampled after the first, every MEMORY_EVERY-th and the last. */
+async function repeated(a, probe, once) {
+  const samples = [];
+  let run;
+  for (let i = 0; i < a.repeat; i++) {
+    run = await once();
+    if (i === 0 || (i + 1) % MEMORY_EVERY === 0 || i === a.repeat - 1) samples.push(await probe.sample());
+  }
+  return { run, memory: memorySummary(samples) };
+}
 
 const USAGE = 'usage: node tests/e2e/run-bundle.mjs BUNDLE_DIR (--input-ids 1,2,3 | --prompt TEXT | --chat TEXT | ' +
   '--text TEXT --out x.wav [--set NAME=VALUE]... | --audio x.wav [--set NAME=VALUE]... | ' +
@@ -191,16 +208,14 @@ export async function runBundle(a) {
   try {
     const page = await openRuntimePage(context, server.url);
     const loaded = await loadBundle(page, `${server.url}models/${name}/`, { ep: a.ep, variant: a.variant, dtype: a.dtype, threads: a.threads });
-    if (a.text !== undefined) return await speakBundle(a, page, loaded, browser, offsite);
-    if (a.once) return await runBundleOnce(a, page, loaded, browser, offsite);
-    if (a.audio !== undefined) return await audioBundle(a, page, loaded, browser, offsite);
+    const probe = await memoryProbe(browser, page, server.url);
+    if (a.text !== undefined) return await speakBundle(a, page, loaded, browser, offsite, probe);
+    if (a.once) return await runBundleOnce(a, page, loaded, browser, offsite, probe);
+    if (a.audio !== undefined) return await audioBundle(a, page, loaded, browser, offsite, probe);
     const request = requestOf(a);
     if (a.images) request.imageUrls = a.images.map((_, i) => `${server.url}images/${i}/${path.basename(a.images[i])}`);
-    let run;
-    for (let i = 0; i < a.repeat; i++) {
-      // a fresh conversation each time: inputIds/prompt never reuse the cache across calls
-      run = await generate(page, request);
-    }
+    // a fresh conversation each time: inputIds/prompt never reuse the cache across calls
+    const { run, memory } = await repeated(a, probe, () => generate(page, request));
     if (offsite.length) throw new Error(`requests left 127.0.0.1: ${offsite.join(', ')}`);
     const { result } = run;
     return {
@@ -214,6 +229,7 @@ export async function runBundle(a) {
       generate_wall_ms: run.wallMs,
       first_token_ms: run.firstTokenMs,
       token_events: run.events.length,
+      memory,
     };
   } catch (error) {
     if (process.env.ONNXPIPE_E2E_VERBOSE) process.stderr.write(`${logs.join('\n')}\n`);
@@ -233,9 +249,8 @@ function loadFacts(loaded, browser) {
 }
 
 /** --input: a one-pass run; the worker's PNG(s) written to a.out (x-0.png, ... for a batch). */
-async function runBundleOnce(a, page, loaded, browser, offsite) {
-  let run;
-  for (let i = 0; i < a.repeat; i++) run = await runOnce(page, runRequestOf(a));
+async function runBundleOnce(a, page, loaded, browser, offsite, probe) {
+  const { run, memory } = await repeated(a, probe, () => runOnce(page, runRequestOf(a)));
   if (offsite.length) throw new Error(`requests left 127.0.0.1: ${offsite.join(', ')}`);
   const files = [];
   if (a.out) {
@@ -255,13 +270,13 @@ async function runBundleOnce(a, page, loaded, browser, offsite) {
     ep: a.ep ?? null,
     threads: loaded.info.threads,
     run_wall_ms: run.wallMs,
+    memory,
   };
 }
 
 /** --text: speak through the worker, write the worker's WAV to a.out. */
-async function speakBundle(a, page, loaded, browser, offsite) {
-  let run;
-  for (let i = 0; i < a.repeat; i++) run = await speak(page, { text: a.text, controls: a.controls });
+async function speakBundle(a, page, loaded, browser, offsite, probe) {
+  const { run, memory } = await repeated(a, probe, () => speak(page, { text: a.text, controls: a.controls }));
   if (offsite.length) throw new Error(`requests left 127.0.0.1: ${offsite.join(', ')}`);
   fs.writeFileSync(a.out, Buffer.from(run.wav));
   return {
@@ -273,16 +288,16 @@ async function speakBundle(a, page, loaded, browser, offsite) {
     threads: a.threads ?? null,
     speak_wall_ms: run.wallMs,
     first_audio_ms: run.sentences[0]?.ms ?? null,
+    memory,
   };
 }
 
 /** --audio: what the bundle does with audio depends on its kind. */
-async function audioBundle(a, page, loaded, browser, offsite) {
+async function audioBundle(a, page, loaded, browser, offsite, probe) {
   const { samples, sampleRate } = readWav(a.audio);
-  if (loaded.info.kind === 'transcription') return await transcribeBundle(a, page, loaded, browser, offsite, samples, sampleRate);
+  if (loaded.info.kind === 'transcription') return await transcribeBundle(a, page, loaded, browser, offsite, samples, sampleRate, probe);
   if (loaded.info.kind !== 'voice-activity') throw new Error(`--audio: a "${loaded.info.kind}" bundle takes no audio`);
-  let run;
-  for (let i = 0; i < a.repeat; i++) run = await detectSpeech(page, samples, sampleRate, a.controls);
+  const { run, memory } = await repeated(a, probe, () => detectSpeech(page, samples, sampleRate, a.controls));
   if (offsite.length) throw new Error(`requests left 127.0.0.1: ${offsite.join(', ')}`);
   const { probabilities: _, events: __, ...result } = run.result;
   return {
@@ -291,15 +306,15 @@ async function audioBundle(a, page, loaded, browser, offsite) {
     warnings: loaded.info.warnings,
     ep: a.ep ?? null,
     detect_wall_ms: run.wallMs,
+    memory,
   };
 }
 
 /** --audio with a transcription bundle: the CLI's four keys first, then what ran where. */
-async function transcribeBundle(a, page, loaded, browser, offsite, samples, sampleRate) {
+async function transcribeBundle(a, page, loaded, browser, offsite, samples, sampleRate, probe) {
   if (Object.keys(a.controls).length) throw new Error('--set: a transcription bundle has no controls');
   const options = a.maxNewTokens !== undefined ? { max_new_tokens: a.maxNewTokens } : {};
-  let run;
-  for (let i = 0; i < a.repeat; i++) run = await transcribe(page, samples, sampleRate, options);
+  const { run, memory } = await repeated(a, probe, () => transcribe(page, samples, sampleRate, options));
   if (offsite.length) throw new Error(`requests left 127.0.0.1: ${offsite.join(', ')}`);
   const { text, tokens, audio_seconds, compute_seconds, windows, finish_reason } = run.result;
   return {
@@ -309,6 +324,7 @@ async function transcribeBundle(a, page, loaded, browser, offsite, samples, samp
     ep: a.ep ?? null,
     threads: loaded.info.threads,
     transcribe_wall_ms: run.wallMs,
+    memory,
   };
 }
 

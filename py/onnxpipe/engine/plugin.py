@@ -89,6 +89,7 @@ def load_plugin(config, backend, sessions: dict, values: dict):
         return None
     path = os.path.join(config.bundle_dir, spec.module)
     where = dict(file=config.file, path="$.pipeline.plugin")
+    _check_inside_bundle(path, config, spec.module)
     module_spec = importlib.util.spec_from_file_location(
         f"onnxpipe_plugin_{abs(hash(os.path.abspath(path)))}", path)
     if module_spec is None or module_spec.loader is None:
@@ -125,6 +126,16 @@ def load_plugin(config, backend, sessions: dict, values: dict):
             raise ConfigError(f'plugin reads "{session}.{name}" but no flow step runs session "{session}"',
                               file=config.file, path="$.pipeline.flow")
     return plugin
+
+
+def _check_inside_bundle(path: str, config, module: str) -> None:
+    """Refuse a plugin file that resolves outside the bundle folder (a symlink pointing out, or a
+    path validation let through): only the bundle's own code may run (docs/security.md)."""
+    real, root = os.path.realpath(path), os.path.realpath(config.bundle_dir)
+    if os.path.commonpath([real, root]) != root:
+        raise ConfigError(f'plugin "{module}" resolves to {real}, outside the bundle folder {root}: '
+                          "a plugin is loaded only from inside its bundle", file=config.file,
+                          path="$.pipeline.plugin.module")
 
 
 def plugin_reads(plugin) -> list[tuple[str, str]]:

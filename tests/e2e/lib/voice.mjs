@@ -100,16 +100,17 @@ export function voiceState(page) {
   return page.evaluate(() => JSON.parse(JSON.stringify(window.__onnxpipeVoice.state)));
 }
 
-/** Wait until ``predicate(state)`` (run in the page) holds or the page reports an error. */
+/** Wait until ``predicate(state)`` holds or the page reports an error. The predicate (source
+ * text) runs here, on a copy of the state: the page's CSP refuses to compile strings (docs/security.md). */
 export async function waitVoice(page, predicate, { timeout = TIMEOUTS.generate, what = 'voice page' } = {}) {
-  try {
-    await page.waitForFunction(`(() => { const s = window.__onnxpipeVoice.state; return s.lastError !== null || (${predicate})(s); })()`,
-      null, { timeout, polling: 50 });
-  } catch (error) {
-    const state = await voiceState(page).catch(() => null);
-    throw new Error(`${what}: ${error.message.split('\n')[0]}; state: ${JSON.stringify(state)}`);
+  const holds = new Function(`return (${predicate});`)();
+  const end = Date.now() + timeout;
+  let state = await voiceState(page);
+  while (state.lastError === null && !holds(state)) {
+    if (Date.now() > end) throw new Error(`${what}: ${predicate} did not hold in ${timeout} ms; state: ${JSON.stringify(state)}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    state = await voiceState(page);
   }
-  const state = await voiceState(page);
   if (state.lastError) throw new Error(`${what}: the page failed (${state.lastError.during}, ${state.lastError.kind}): ${state.lastError.message}`);
   return state;
 }

@@ -13,8 +13,9 @@ import { TAG_FOR_TESTS } from './widget-protocol.mjs';
  * Resolves to {url, hostUrl, stop(), requests(pathname)}: requests() counts the GETs of a path
  * seen in the server's request log (the worker's downloads, wherever the frame runs).
  */
-export async function startWidgetServer({ hostDir = 'examples/embed', frameAncestors, isolatedHost = false, mounts = {} } = {}) {
+export async function startWidgetServer({ hostDir = 'examples/embed', frameAncestors, isolatedHost = false, mounts = {}, csp = true } = {}) {
   const args = [path.join(ROOT, 'tools', 'serve.py'), '--port', '0', '--root', siteDir(), '--host-page-port', '0', '--host-page-dir', hostDir];
+  if (!csp) args.push('--no-csp');
   if (frameAncestors) args.push('--frame-ancestors', frameAncestors);
   if (isolatedHost) args.push('--host-page-isolated');
   for (const [prefix, dir] of Object.entries(mounts)) args.push('--mount', `${prefix}=${dir}`);

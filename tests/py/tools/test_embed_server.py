@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tools.csp import policy
 from tools.embed_server import parse_frame_ancestors, serve_host_page, widget_headers
 from tools.serve import make_handler
 
@@ -48,12 +49,14 @@ def test_widget_js_is_a_cross_origin_module_script(site):
     assert response.getheader("Access-Control-Allow-Origin") == "*"
     assert response.getheader("Cross-Origin-Resource-Policy") == "cross-origin"
     assert response.getheader("Content-Type").startswith("text/javascript")
-    assert response.getheader("Content-Security-Policy") is None
+    assert response.getheader("Content-Security-Policy") == policy("'self'")
 
 
 def test_embed_html_names_its_allowed_ancestors(site):
     response, _ = get(site, "/embed.html?kind=chat")
-    assert response.getheader("Content-Security-Policy") == "frame-ancestors http://127.0.0.1:8081 https://a.example"
+    csp = response.getheader("Content-Security-Policy")
+    assert csp == policy("http://127.0.0.1:8081 https://a.example")
+    assert csp.endswith("; frame-ancestors http://127.0.0.1:8081 https://a.example")
     assert response.getheader("Cross-Origin-Resource-Policy") == "cross-origin"
     # it still is cross-origin isolated itself (COEP), so an isolated host may frame it
     assert response.getheader("Cross-Origin-Embedder-Policy") == "require-corp"
@@ -63,7 +66,7 @@ def test_embed_html_names_its_allowed_ancestors(site):
 def test_other_files_keep_same_origin_headers(site):
     response, _ = get(site, "/index.html")
     assert response.getheader("Cross-Origin-Resource-Policy") == "same-origin"
-    assert response.getheader("Content-Security-Policy") is None
+    assert response.getheader("Content-Security-Policy") == policy("'self'")
     assert widget_headers("/assets/widget.js", "*") == {}
 
 

@@ -68,12 +68,15 @@ export abstract class OnnxpipeElement extends HTMLElement {
   constructor() {
     super();
     this.root = this.attachShadow({ mode: 'open' })   // open: a site may style ::part()s and test its page;
-    const style = document.createElement('style');
-    style.textContent = STYLES;
+    // a constructed sheet, not a <style> element: a host page whose CSP forbids inline styles
+    // (onnxpipe's own pages among them, docs/security.md) would drop the element's rules
+    const sheet = new CSSStyleSheet();
+    sheet.replaceSync(STYLES);
+    this.root.adoptedStyleSheets = [sheet];
     this.body = document.createElement('div');
     this.body.className = 'root';
     this.body.setAttribute('part', 'root');
-    this.root.append(style, this.body);
+    this.root.append(this.body);
   }
 
   /** Resolves with the loaded bundle's info once ``bundle`` is loaded; rejects on a load error. */
