@@ -300,11 +300,11 @@ const vadEntry = (entry: Record<string, PyFunction>): VadEntry => ({
   stop: () => entry.listen_stop.callPromising(),
 });
 
-/** Why a request's audio is not mono samples at a rate, or null. */
+/** Why a request's audio is not mono samples at a rate, or null (worded as the Python checks word it). */
 function badAudio(request: { samples: unknown; sampleRate: unknown }): string | null {
-  if (!(request.samples instanceof Float32Array)) return `"samples" must be a Float32Array, found ${Object.prototype.toString.call(request.samples)}`;
+  if (!(request.samples instanceof Float32Array)) return `samples: expected a Float32Array, found ${Object.prototype.toString.call(request.samples)}`;
   const rate = request.sampleRate;
-  if (typeof rate !== 'number' || !Number.isInteger(rate) || rate <= 0) return `"sampleRate" must be a positive integer, found ${JSON.stringify(rate) ?? 'none'}`;
+  if (typeof rate !== 'number' || !Number.isInteger(rate) || rate <= 0) return `sample_rate: expected a positive integer, found ${JSON.stringify(rate) ?? 'none'}`;
   return null;
 }
 
