@@ -134,15 +134,20 @@ def speak(request_json: str, emit) -> str:
         return error_json(exc)
 
 
+def _object(request: dict, key: str) -> dict:
+    """request[key] as a dict of its own (absent or null: empty); anything else is an input error."""
+    value = request.get(key) or {}
+    if not isinstance(value, dict):
+        raise InputError(f"{key}: expected an object, found {type(value).__name__}")
+    return dict(value)
+
+
 def generate(request_json: str, emit, images=None) -> str:
     """Run one generation; ``emit(json)`` gets each token event. Returns the result JSON.
     ``images``: the worker's decoded images ({rgb: Uint8Array, width, height}), if any."""
     try:
         request = json.loads(request_json)
-        options = request.get("options") or {}
-        if not isinstance(options, dict):
-            raise InputError(f"options: expected an object, found {type(options).__name__}")
-        options = dict(options)
+        options = _object(request, "options")
         if images is not None:
             if request.get("messages"):
                 raise InputError("images go with a prompt or inputIds (one image token per image), "
@@ -176,13 +181,8 @@ def run(request_json: str, emit) -> str:
         from .diffusion.image import png, to_pixels
 
         request = json.loads(request_json)
-        options = request.get("options") or {}
-        if not isinstance(options, dict):
-            raise InputError(f"options: expected an object, found {type(options).__name__}")
-        options = dict(options)
-        controls = request.get("controls") or {}
-        if not isinstance(controls, dict):
-            raise InputError(f"controls: expected an object, found {type(controls).__name__}")
+        options = _object(request, "options")
+        controls = _object(request, "controls")
         pipeline = _loaded()
         loaded = pipeline.loaded
         loaded.require_loop(False, 'a "generate" request')
@@ -236,9 +236,7 @@ def detect_speech(request_json: str, samples) -> str:
     bytes); request {sampleRate, controls}. Returns {"result": VoiceActivityResult with probabilities}."""
     try:
         request = json.loads(request_json)
-        controls = request.get("controls") or {}
-        if not isinstance(controls, dict):
-            raise InputError(f"controls: expected an object, found {type(controls).__name__}")
+        controls = _object(request, "controls")
         rate = request.get("sampleRate")
         if not isinstance(rate, int) or isinstance(rate, bool):
             raise InputError(f"sampleRate: expected an integer (samples per second), found {rate!r}")
