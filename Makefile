@@ -95,8 +95,9 @@ espeak: ## espeak-ng (Debian package): the native phonemizer of speech bundles
 fixtures: $(STAMP) ## tiny random-weight test models and their oracle outputs
 	$(PY) -m tests.fixtures.tiny_models --all
 
-fuzz: models fixtures ## the long fuzz run: tens of thousands of mutated pipeline.json files and bad inputs
+fuzz: models fixtures web-deps web ## the long fuzz run: tens of thousands of mutated pipeline.json files and bad inputs natively, thousands of bad requests to one browser worker
 	ONNXPIPE_FUZZ=long $(PY) -m pytest tests/py/fuzz -q -p no:cacheprovider --hypothesis-show-statistics
+	ONNXPIPE_FUZZ=long ONNXPIPE_E2E_DIST=dist node --test --test-reporter=spec tests/e2e/fuzz.test.mjs
 
 soak: models web-deps web ## 1,000 generations (chat, speech, transcription mixed) natively and in the browser: memory start/end/max, growth within noise
 	$(PY) -m tests.soak.soak_native --generations 1000 --every 50

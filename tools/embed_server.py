@@ -17,8 +17,10 @@ from pathlib import Path
 
 try:
     from tools import csp
+    from tools.quiet_server import QuietServer
 except ImportError:   # run as a script: tools/ is on sys.path
     import csp  # type: ignore[no-redef]
+    from quiet_server import QuietServer  # type: ignore[no-redef]
 
 WIDGET_SCRIPT = "/widget.js"
 EMBED_PAGE = "/embed.html"
@@ -92,12 +94,11 @@ def make_host_handler(directory: Path, onnxpipe_origin: str, isolated: bool, qui
 
 
 def serve_host_page(host: str, port: int, directory: Path, onnxpipe_origin: str, *, isolated: bool = False,
-                    quiet: bool = False) -> http.server.ThreadingHTTPServer:
+                    quiet: bool = False) -> QuietServer:
     """Start the example host page server in a daemon thread; returns it (server_address has the port)."""
     if not (directory / "index.html").is_file():
         raise FileNotFoundError(f"--host-page-dir {directory}: no index.html")
-    server = http.server.ThreadingHTTPServer((host, port), make_host_handler(directory, onnxpipe_origin, isolated, quiet))
-    server.daemon_threads = True
+    server = QuietServer((host, port), make_host_handler(directory, onnxpipe_origin, isolated, quiet))
     threading.Thread(target=server.serve_forever, name="host-page", daemon=True).start()
     return server
 

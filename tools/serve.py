@@ -33,9 +33,11 @@ except ImportError:   # run as a script: tools/ is on sys.path, not the repo roo
     from http_range import RangeMixin  # type: ignore[no-redef]
 try:
     from tools import csp, embed_server
+    from tools.quiet_server import QuietServer
 except ImportError:
     import csp  # type: ignore[no-redef]
     import embed_server  # type: ignore[no-redef]
+    from quiet_server import QuietServer  # type: ignore[no-redef]
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -150,9 +152,7 @@ def main(argv: list[str] | None = None) -> None:
     if not (root / "index.html").is_file():
         sys.exit(f"{root}/index.html not found: build the site first (make web)")
     mounts = sorted([("/models/", args.models.resolve()), *args.mount], key=lambda m: -len(m[0]))
-    server = http.server.ThreadingHTTPServer((args.host, args.port), make_handler(root, mounts, args.quiet, frame_ancestors,
-                                                                               not args.no_csp))
-    server.daemon_threads = True
+    server = QuietServer((args.host, args.port), make_handler(root, mounts, args.quiet, frame_ancestors, not args.no_csp))
     host, port = server.server_address[:2]
     print(f"serving http://{host}:{port}/", flush=True)
     print(f"  / from {root}; " + "; ".join(f"{p} from {d}" for p, d in mounts), flush=True)

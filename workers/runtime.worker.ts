@@ -8,7 +8,7 @@ import type {
   TranscriptionResult, VoiceActivityResult,
 } from '../web/src/protocol';
 import { Stages, bootRuntime, now } from './boot';
-import { type RgbImage, toRgb } from './images';
+import { type RgbImage, toRgbImages } from './images';
 import { files, setCancel, useCancelBuffer } from './bridge';
 import { destroyGpuDevice, fatalReason, gpuLostReason, holdLock, trapNextRun, watchGpuDevice } from './health';
 import { LoadError, bundleLock, loadBundle, lockFor } from './bundle-loader';
@@ -196,9 +196,9 @@ async function generate(request: Extract<Request, { type: 'generate' }>): Promis
   const payload = JSON.stringify({ messages: request.messages, prompt: request.prompt, inputIds: request.inputIds, options: request.options });
   let images: RgbImage[] | undefined;
   try {
-    images = request.images && await Promise.all(request.images.map(toRgb));
+    images = request.images === undefined || request.images === null ? undefined : await toRgbImages(request.images);
   } catch (err) {
-    post({ type: 'error', id, kind: 'input', message: `images: ${(err as Error).message ?? err}` });
+    post({ type: 'error', id, kind: 'input', message: `${(err as Error).message ?? err}` });
     return;
   }
   const result = fromPython<never>(id, await entry.generate.callPromising(payload, emit, images), 'result');

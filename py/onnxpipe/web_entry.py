@@ -149,7 +149,7 @@ def generate(request_json: str, emit, images=None) -> str:
         request = json.loads(request_json)
         options = _object(request, "options")
         if images is not None:
-            if request.get("messages"):
+            if request.get("messages") is not None:
                 raise InputError("images go with a prompt or inputIds (one image token per image), "
                                  "not with chat messages")
             from .image import Image
@@ -160,7 +160,7 @@ def generate(request_json: str, emit, images=None) -> str:
                 emit(json.dumps({"text": event.text, "tokenIds": event.token_ids}))
 
         pipeline = _loaded()
-        if request.get("messages"):
+        if request.get("messages") is not None:   # given but empty or no list: chat() says what is wrong
             result = pipeline.chat(request["messages"], on_event=on_event, cancel=_cancelled, **options)
         else:
             result = pipeline.generate(prompt=request.get("prompt"), input_ids=request.get("inputIds"),

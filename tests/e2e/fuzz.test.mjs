@@ -74,7 +74,8 @@ function drawCase(rand, base, badBundles, id) {
       ...pick([
         { inputIds: pick([present(), [-5], [1e9], [1.5, 2], ['a'], [], [[1]]]) },
         { prompt: present() },
-        { messages: pick([junk(), [{ role: 'wizard', content: 'hi' }], [{ role: 'user' }], [{ role: 'user', content: 5 }], ['hi']]) },
+        // null messages are absent (a bundle with tokens.bos then generates from it); '' and [] are given
+        { messages: pick([present(), '', [], [{ role: 'wizard', content: 'hi' }], [{ role: 'user' }], [{ role: 'user', content: 5 }], ['hi']]) },
         { inputIds: [1, 2], prompt: 'both' },
       ]),
       options: { max_new_tokens: 2 },

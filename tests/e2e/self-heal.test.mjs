@@ -11,6 +11,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { ROOT, launchBrowser } from './lib/browser.mjs';
 import { FIXTURE_CACHE, copyBundle, ensureManifest, generate, loadBundle } from './lib/runtime.mjs';
+import { bundleGets, notice, recordStatuses, restored as restoredWith } from './lib/self-heal.mjs';
 import { TIMEOUTS } from './lib/timeouts.mjs';
 import { startWidgetServer, whenReady } from './lib/widget.mjs';
 
@@ -24,9 +25,7 @@ const request = have ? { inputIds: expected.input_ids, options: { do_sample: fal
 
 let server, browser, context, offsite, logs, page;
 const bundleUrl = () => `${server.url}fixtures/${NAME}/`;
-/** GETs of each bundle file (manifest.json left out: it is asked for on every load, to see updates). */
-const modelGets = () => Object.fromEntries(JSON.parse(fs.readFileSync(path.join(BUNDLE_DIR, 'manifest.json'), 'utf8')).files
-  .map((f) => [f.path, server.requests(`/fixtures/${NAME}/${f.path}`)]));
+const modelGets = () => bundleGets(server, `/fixtures/${NAME}/`, BUNDLE_DIR);
 
 /** Run ``request`` in the page; ``hook`` (a RuntimeDebug method name) is called after 2 tokens.
  * Resolves to {tokens, result} or {error: {kind, message}, tokens}. */
@@ -45,19 +44,7 @@ const generateBroken = (p, hook) => p.evaluate(async ({ request, hook }) => {
 }, { request, hook });
 
 /** Wait for the n-th 'restored' status (RuntimeClient.onStatus, recorded in window.__statuses). */
-async function restored(p, n) {
-  await p.waitForFunction((n) => window.__statuses.filter((s) => s.state !== 'stopped').length >= n, n, { timeout: TIMEOUTS.load, polling: 100 });
-  const statuses = await p.evaluate(() => window.__statuses);
-  const last = statuses.filter((s) => s.state !== 'stopped')[n - 1];
-  assert.equal(last.state, 'restored', `restart ${n}: ${JSON.stringify(statuses)}\n${logs.slice(-20).join('\n')}`);
-  return { last, statuses };
-}
-
-async function notice(p) {
-  const locator = p.locator('[data-testid=runtime-notice]');
-  await locator.waitFor({ state: 'visible' });
-  return { state: await locator.getAttribute('data-state'), text: await locator.textContent() };
-}
+const restored = (p, n) => restoredWith(p, n, logs);
 
 before(async () => {
   if (!have) return;
@@ -85,10 +72,7 @@ describe('the chat page heals its runtime worker', { timeout: TIMEOUTS.file }, (
     page = await context.newPage();
     await page.goto(`${server.url}?onnxpipe-debug`);
     await page.waitForFunction(() => Boolean(window.__onnxpipe?.client), null, { timeout: TIMEOUTS.page });
-    await page.evaluate(() => {
-      window.__statuses = [];
-      window.__onnxpipe.client.onStatus((s) => window.__statuses.push({ state: s.state, reason: s.reason, bundle: s.info?.bundle ?? null, ep: s.ep ?? null }));
-    });
+    await recordStatuses(page);
     await loadBundle(page, bundleUrl(), { ep: 'wasm' });
     first = (await generate(page, request)).result.tokens;
   });

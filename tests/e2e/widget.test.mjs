@@ -46,11 +46,31 @@ test('widget.js is one small self-contained script', () => {
   assert.doesNotMatch(source.toString(), /\bimport\s*[({"'`]|\bfrom\s*["'`]/);
 });
 
+/**
+ * After intruders posted: no widget frame accepted anything new or passed a request to its
+ * runtime (each rejected at least ``rejectedAtLeast``), no element fired an event, and nothing
+ * was posted back to the intruders.
+ */
+async function expectIgnored(page, before_, intruders, countBefore, { rejectedAtLeast }) {
+  for (const f of intruders) assert.ok(await f.evaluate(() => window.__posted) > 0);
+  await page.waitForTimeout(3000);
+  const after_ = await embedFrames(page);
+  for (const [i, { stats }] of after_.entries()) {
+    const was = before_[i].stats;
+    assert.ok(stats.rejected >= rejectedAtLeast, `frame ${i} rejected ${stats.rejected} messages`);
+    assert.equal(stats.accepted, was.accepted, 'no intruder message was accepted');
+    assert.equal(stats.runtimeRequests, was.runtimeRequests, 'the runtime saw no intruder request');
+  }
+  const newEvents = (await widgetEvents(page)).slice(countBefore);
+  assert.deepEqual(newEvents, [], 'no generation started and no fake answer reached the elements');
+  for (const f of intruders) assert.deepEqual(await f.evaluate(() => window.__received), [], 'nothing was posted to the third origin');
+}
+
 test('a host page on a second origin embeds both elements; a third origin is ignored', { timeout: TIMEOUTS.file * 2 }, async () => {
-  // without the site's CSP: its frame-src 'self' already keeps a third-origin page out of the
-  // widget's frame (security.test.mjs); here one is let in, to show the message checks hold on
-  // their own. The other tests here run the widget under the CSP.
-  const server = await startWidgetServer({ csp: false });
+  // under the site's CSP, as users get it: a third origin framed by the host page (not onnxpipe's,
+  // no policy of ours) posts to every window it can reach; the widget frame's frame-src 'self'
+  // keeps it out of the widget frame itself (checked below; without the CSP: the next test).
+  const server = await startWidgetServer();
   const intruder = await startIntruder();
   const { context, offsite, logs } = await newContext();
   fs.mkdirSync(ARTIFACTS, { recursive: true });
@@ -86,27 +106,18 @@ test('a host page on a second origin embeds both elements; a third origin is ign
     await page.locator('#speak audio').waitFor({ state: 'visible' });
     await page.screenshot({ path: path.join(ARTIFACTS, 'widget-host.png'), fullPage: true });
 
-    // a third origin, framed by the host page and inside each widget frame, posts well-formed
-    // requests to every window it can reach, and fake frame answers to the host page
+    // a third origin, framed by the host page, posts well-formed requests to every window it
+    // can reach and fake frame answers to the host page; the widget frames refuse to frame it
     const before_ = await embedFrames(page);
     assert.equal(before_.length, 2);
     assert.ok(before_.every((f) => f.stats?.accepted >= 1 && f.stats.rejected === 0), JSON.stringify(before_.map((f) => f.stats)));
     const countBefore = (await widgetEvents(page)).length;
     const intruders = [await addFrame(page, page.mainFrame(), intruder.url)];
-    for (const { frame } of before_) intruders.push(await addFrame(page, frame, intruder.url));
-    assert.equal(intruders.filter(Boolean).length, 3, 'the intruder was framed by the host page and by both widget frames');
-    for (const f of intruders) assert.ok(await f.evaluate(() => window.__posted) > 0);
-    await page.waitForTimeout(3000);
-    const after_ = await embedFrames(page);
-    for (const [i, { stats }] of after_.entries()) {
-      const was = before_[i].stats;
-      assert.ok(stats.rejected >= 3, `frame ${i} rejected ${stats.rejected} messages`);
-      assert.equal(stats.accepted, was.accepted, 'no intruder message was accepted');
-      assert.equal(stats.runtimeRequests, was.runtimeRequests, 'the runtime saw no intruder request');
+    assert.ok(intruders[0], 'the host page framed the third origin');
+    for (const { frame } of before_) {
+      assert.equal(await addFrame(page, frame, intruder.url), undefined, "the widget frame's CSP refuses to frame the third origin");
     }
-    const newEvents = (await widgetEvents(page)).slice(countBefore);
-    assert.deepEqual(newEvents, [], 'no generation started and no fake answer reached the elements');
-    for (const f of intruders) assert.deepEqual(await f.evaluate(() => window.__received), [], 'nothing was posted to the third origin');
+    await expectIgnored(page, before_, intruders, countBefore, { rejectedAtLeast: 0 });
     // the elements still work, and answered nothing from the intruder
     assert.match(await send(page, '#chat', 'And of Italy?'), /Rome/);
 
@@ -115,6 +126,37 @@ test('a host page on a second origin embeds both elements; a third origin is ign
     assert.equal((await embedFrames(page)).length, 1);
     assert.deepEqual(offsite, []);
     await page.close();
+  } finally {
+    await context.close();
+    await intruder.stop();
+    await server.stop();
+  }
+});
+
+test("without the CSP, the widget frame's own checks ignore a third origin inside it", { timeout: TIMEOUTS.file * 2 }, async () => {
+  // defence in depth: with the policy off (a server that drops the header), a third-origin page
+  // framed inside each widget frame posts requests to it as its child; the frame's source and
+  // origin checks alone must drop them
+  const server = await startWidgetServer({ csp: false });
+  const intruder = await startIntruder();
+  const { context, offsite } = await newContext();
+  try {
+    const page = await context.newPage();
+    await page.goto(server.hostUrl);
+    await recordEvents(page);
+    for (const sel of ['#chat', '#speak']) {
+      const ready = await whenReady(page, sel, TIMEOUTS.load);
+      assert.ok(ready.info, `${sel} not ready: ${JSON.stringify(ready.error)}`);
+    }
+    const before_ = await embedFrames(page);
+    assert.equal(before_.length, 2);
+    const countBefore = (await widgetEvents(page)).length;
+    const intruders = [];
+    for (const { frame } of before_) intruders.push(await addFrame(page, frame, intruder.url));
+    assert.equal(intruders.filter(Boolean).length, 2, 'without the CSP both widget frames framed the third origin');
+    await expectIgnored(page, before_, intruders, countBefore, { rejectedAtLeast: 3 });
+    assert.match(await send(page, '#chat', QUESTION), /Paris/);
+    assert.deepEqual(offsite, []);
   } finally {
     await context.close();
     await intruder.stop();

@@ -293,12 +293,17 @@ export class RuntimeClient {
   /** Post ``request`` and wait for its answer; while a replacement worker reloads the bundle,
    * first wait for that (``now``: the reload's own requests). */
   private async send<T>(request: Request, onEvent?: (event: Event) => void, now = false): Promise<T> {
-    if (!now && this.restoring) await this.restoring;
-    if (this.dead) throw new RuntimeError('stopped', `the runtime stopped; load a bundle again before "${request.type}"`);
+    await this.whenUsable(request.type, now);
     return new Promise<T>((resolve, reject) => {
       this.pending.set(request.id, { resolve: resolve as (v: unknown) => void, reject, onEvent });
       this.worker.postMessage(request);
     });
+  }
+
+  /** Wait for a reload under way (unless ``now``); refuse ``type`` when restarting gave up. */
+  private async whenUsable(type: Request['type'], now = false): Promise<void> {
+    if (!now && this.restoring) await this.restoring;
+    if (this.dead) throw new RuntimeError('stopped', `the runtime stopped; load a bundle again before "${type}"`);
   }
 
   /** Fetch (with progress), verify and cache a bundle, then open its sessions.
@@ -410,11 +415,13 @@ export class RuntimeClient {
   /** Run the loaded voice-activity bundle on the microphone audio that arrives on ``port``
    * (the other end goes to the capture worklet: the audio never passes through the page).
    * Resolves with the audio's sample rate once the worker listens; speech events then reach
-   * ``onEvent`` until stopListening(); a later failure reaches ``onError``. */
-  listen(
+   * ``onEvent`` until stopListening(); a later failure reaches ``onError``. Like any request it
+   * waits for a reload under way (a listen retried after the worker died). */
+  async listen(
     port: MessagePort, onEvent: (event: SpeechEvent) => void, onError: (error: RuntimeError) => void,
     controls?: Record<string, ControlValue>,
   ): Promise<number> {
+    await this.whenUsable('listen');
     const id = this.nextId++;
     this.listener = { id, onEvent, onError };
     return new Promise<number>((resolve, reject) => {

@@ -126,8 +126,12 @@ def translate(genai: dict[str, Any], file: str = FILE) -> dict[str, Any]:
                                           "$.model.decoder.outputs.present_value_names"),
     }
     for key, name in (("num_heads", "num_key_value_heads"), ("head_size", "head_size")):
-        if isinstance(decoder.get(name), int):
-            kv[key] = decoder[name]
+        value = decoder.get(name)
+        if isinstance(value, int) and not isinstance(value, bool):
+            if value <= 0:
+                raise ConfigError(f"expected a positive integer, found {value}", file=file,
+                                  path=f"$.model.decoder.{name}")
+            kv[key] = value
     state: dict[str, Any] = {
         "kv_cache": kv,
         "position_ids": {"input_name": inputs.get("position_ids", "position_ids")},

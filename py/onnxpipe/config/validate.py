@@ -111,6 +111,10 @@ def _check_wires(spec: PipelineSpec, file: str, sessions: set[str]) -> None:
                 raise ConfigError(f'wire names session "{owner}", which is not declared.{tip} '
                                   f"Valid: {', '.join(valid)}", file=file, path=path)
         src, dst = split_endpoint(wire.from_)[0], split_endpoint(wire.to)[0]
+        if src == "inputs" and dst == "outputs":
+            raise ConfigError(f'a wire from "{wire.from_}" straight to "{wire.to}" passes through no session: '
+                              "pipeline outputs come from a session's outputs",
+                              file=file, path=f"$.pipeline.dataflow[{i}]")
         if src in sessions and dst in sessions and src != dst:
             edges.setdefault(src, set()).add(dst)
     cycle = find_cycle(edges)

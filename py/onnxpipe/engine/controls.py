@@ -52,7 +52,7 @@ def _check_choice(name: str, spec, file: str, path: str) -> None:
         if not option or len(values) != _count(spec.shape) or not all(_is_number(v) for v in values):
             raise ConfigError(f'option "{option}": expected {_count(spec.shape)} number(s) for shape '
                               f"{list(spec.shape)}, found {value!r}", file=file, path=f"{path}.options.{option}")
-    if spec.default not in spec.options:   # required: a UI shows the choice with it selected
+    if not isinstance(spec.default, str) or spec.default not in spec.options:   # a UI shows it selected
         raise ConfigError(f"default: expected one of {', '.join(spec.options)}, found {spec.default!r}",
                           file=file, path=f"{path}.default")
 
@@ -154,12 +154,10 @@ def resolve(inputs: dict, given: dict) -> dict[str, tuple[list, tuple[int, ...]]
 
 
 def _scalar(name: str, inputs: dict, given: dict) -> float:
-    if name in given:
-        return given[name]
-    default = inputs[name].default
-    if default is None:
+    value = given[name] if name in given else inputs[name].default
+    if value is None:
         raise InputError(f'control "{name}" has no default: give it (e.g. {name}=1.0)')
-    return default
+    return value[0] if isinstance(value, (list, tuple)) else value   # checked: one number, or a list of one
 
 
 def _typed(values: list, dtype: str) -> list:

@@ -15,6 +15,8 @@ from .merge import merge_features
 from .plugin import PluginCall
 from .wiring import Plan, StepPlan
 
+_MISSING = object()
+
 
 class Executor:
     def __init__(self, backend, plan: Plan, components: list):
@@ -61,15 +63,18 @@ class Executor:
         for name, kind, key in plan.feeds:
             if kind == "session":
                 feeds[name] = self.values[key]
-            elif isinstance(inputs[key], Items):   # fed item by item (per_image)
-                feeds[name] = inputs[key]
-            elif not isinstance(inputs[key], tuple):   # an engine tensor a loop made itself
-                feeds[name] = inputs[key]
+                continue
+            value = inputs.get(key, _MISSING)
+            if value is _MISSING:   # a wire from inputs.<key> declares an input only the caller gives
+                raise InputError(f'pipeline input "{key}" (wired to {plan.step.run}.{name}) was not given: '
+                                 f'pass it, e.g. inputs={{"{key}": (values, shape)}}')
+            if isinstance(value, Items) or not isinstance(value, tuple):   # per image; or an engine tensor
+                feeds[name] = value
             else:
                 dtype = infos[name].dtype
                 cached = made.get((key, dtype))
                 if cached is None:
-                    values, shape = inputs[key]
+                    values, shape = value
                     cached = made[(key, dtype)] = backend.tensor(values, dtype, shape)
                 feeds[name] = cached
         if index > 0:

@@ -151,7 +151,12 @@ class ImageFrontEnd:
             if not isinstance(image, Image):
                 raise InputError(f"images[{i}]: expected onnxpipe.image.Image (RGB bytes, width, height), "
                                  f"found {type(image).__name__}")
-        done = [self.processor.process(image) for image in images]
+        done = []
+        for i, image in enumerate(images):
+            try:
+                done.append(self.processor.process(image))
+            except InputError as exc:   # say which image
+                raise InputError(f"images[{i}]: {exc.message}") from None
         counts = [tokens_per_image(d.grid, self.config.merge_size) for d in done]
         ids = expand_image_tokens(ids, self.token, counts)
         return ids, {self.spec.pixel_values: Items(d.pixel_values for d in done),

@@ -14,6 +14,11 @@ from .config import ImageProcessorConfig
 from .resize import smart_resize, vertical_first
 
 
+# the most pixels an image may have (Pillow's decompression-bomb limit, ~268 MB of RGB): checked
+# before anything of that size is decoded or run through the preprocessing graph
+MAX_PIXELS = 1024 * 1024 * 1024 // 4 // 3
+
+
 @dataclass(frozen=True)
 class Image:
     """An RGB image: ``width * height * 3`` bytes, row by row (what a decoded PNG/JPEG holds)."""
@@ -27,11 +32,25 @@ class Image:
             value = getattr(self, key)
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise InputError(f"image {key}: expected a positive integer, found {value!r}")
+        check_size(self.width, self.height, "image")
         if not isinstance(self.rgb, (bytes, bytearray, memoryview)):
             raise InputError(f"image rgb: expected bytes (R, G, B per pixel), found {type(self.rgb).__name__}")
-        if len(self.rgb) != self.width * self.height * 3:
+        # a memoryview's len() counts items, not bytes: only a flat run of single bytes is pixels
+        if isinstance(self.rgb, memoryview) and (self.rgb.itemsize != 1 or not self.rgb.c_contiguous):
+            raise InputError(f"image rgb: expected contiguous bytes, found a memoryview of format "
+                             f"{self.rgb.format!r} (item size {self.rgb.itemsize})"
+                             f"{'' if self.rgb.c_contiguous else ', not contiguous'}")
+        found = self.rgb.nbytes if isinstance(self.rgb, memoryview) else len(self.rgb)
+        if found != self.width * self.height * 3:
             raise InputError(f"image of {self.width}x{self.height}: expected {self.width * self.height * 3} "
-                             f"RGB bytes, found {len(self.rgb)}")
+                             f"RGB bytes, found {found}")
+
+
+def check_size(width: int, height: int, what: str) -> None:
+    """Refuse ``what`` (named in the error) when it has more than MAX_PIXELS pixels."""
+    if width * height > MAX_PIXELS:
+        raise InputError(f"{what} of {width}x{height}: too large, expected at most {MAX_PIXELS} pixels "
+                         f"(found {width * height})")
 
 
 @dataclass(frozen=True)

@@ -281,7 +281,7 @@ def load_scheduler_settings(value, bundle_dir: str | None, file: str) -> tuple[d
         return value, file, path
     if not isinstance(value, str):
         raise ConfigError(f"expected an object or a file name, found {value!r}", file=file, path=path)
-    if os.path.isabs(value) or ".." in value.replace("\\", "/").split("/"):
+    if not value or os.path.isabs(value) or ".." in value.replace("\\", "/").split("/"):
         raise ConfigError(f'expected a path inside the bundle, found "{value}"', file=file, path=path)
     if bundle_dir is None:
         return None, file, path
@@ -291,6 +291,8 @@ def load_scheduler_settings(value, bundle_dir: str | None, file: str) -> tuple[d
             loaded = json.load(f)
     except FileNotFoundError:
         raise ConfigError(f'file "{value}" does not exist in {bundle_dir}', file=file, path=path) from None
+    except OSError as exc:   # a folder, unreadable
+        raise ConfigError(f'cannot read "{value}": {exc.strerror}', file=file, path=path) from None
     except ValueError as exc:
         raise ConfigError(f"not JSON: {exc}", file=full, path="$") from None
     return loaded, full, "$"

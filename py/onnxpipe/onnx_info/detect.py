@@ -43,6 +43,12 @@ class GraphFacts:
 
     # ---- KV cache -------------------------------------------------------------------------
 
+    def attention_windows(self) -> set[int]:
+        """The ``local_window_size`` values (> 0) of the graph's GroupQueryAttention nodes."""
+        return {n.attrs["local_window_size"] for n in self.graph.nodes
+                if n.op_type == "GroupQueryAttention" and isinstance(n.attrs.get("local_window_size"), int)
+                and n.attrs["local_window_size"] > 0}
+
     def kv_dims(self, past: str, present: str) -> KVDims:
         """Heads (the dim before the sequence) and head size (the last dim) of one KV pair;
         the layout is [..., heads, sequence, head_size], as kv_cache.py binds it."""

@@ -12,7 +12,7 @@ import os
 import shutil
 import subprocess
 
-from ..errors import EngineError
+from ..errors import ConfigError, EngineError
 
 SPEC_PATH = "$.preprocessing.phonemes"
 _LINE_LIMIT = 900       # the CLI reads stdin lines into a 1000-byte buffer; longer ones get cut
@@ -54,19 +54,24 @@ class EspeakCli:
         path = [f"--path={self.data_path}"] if self.data_path else []
         return [self.executable, *path, "-q", "--ipa", "-v", voice, *extra]
 
-    def _run(self, voice: str, text: str, *extra: str) -> str:
+    def _call(self, voice: str, text: str, *extra: str) -> subprocess.CompletedProcess:
         try:
-            done = subprocess.run(self._command(voice, *extra), input=text, capture_output=True,
+            return subprocess.run(self._command(voice, *extra), input=text, capture_output=True,
                                   encoding="utf-8", errors="replace", timeout=_TIMEOUT_S)
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise EngineError(f"espeak-ng failed to run: {exc}") from None
+
+    def _run(self, voice: str, text: str, *extra: str) -> str:
+        done = self._call(voice, text, *extra)
         if done.returncode != 0:
-            detail = done.stderr.strip() or f"exit status {done.returncode}"
-            raise EngineError(f"espeak-ng -v {voice}: {detail} ({SPEC_PATH}.voice)")
+            raise EngineError(f"espeak-ng -v {voice}: {_detail(done)} ({SPEC_PATH}.voice)")
         return done.stdout
 
     def check(self, voice: str) -> None:
-        self._run(voice, "a", "--stdin")
+        """At load: a voice espeak-ng refuses is the config's error (its file and JSON path)."""
+        done = self._call(voice, "a", "--stdin")
+        if done.returncode != 0:
+            raise ConfigError(f'espeak-ng refuses the voice "{voice}": {_detail(done)}', path=f"{SPEC_PATH}.voice")
 
     def phonemize(self, voice: str, chunks: list[str]) -> list[str]:
         fits = [i for i, c in enumerate(chunks) if self.batch and "\n" not in c
@@ -96,6 +101,10 @@ class EspeakCli:
         if not mark or current not in ([], [""]) or len(groups) != len(chunks):
             return None
         return ["\n".join(g) for g in groups]
+
+
+def _detail(done: subprocess.CompletedProcess) -> str:
+    return done.stderr.strip() or f"exit status {done.returncode}"
 
 
 def _espeak_ng(bundle_dir: str, spec, warnings: list[str]) -> EspeakCli:

@@ -6,6 +6,7 @@ from typing import Iterator
 
 from ..errors import InputError
 from ..loops import Timing
+from ..text.chat_template import ChatTemplateError
 from .text_generation import GenerationResult, StreamEvent, _check_unicode
 
 
@@ -25,9 +26,17 @@ class Conversation:
         for i, m in enumerate(messages):
             if not isinstance(m, dict) or "role" not in m or "content" not in m:
                 raise InputError(f"chat: messages[{i}] must be an object with role and content")
+            if not isinstance(m["role"], str) or not m["role"]:
+                raise InputError(f"chat: messages[{i}].role: expected a role name (a string), found {m['role']!r:.40}")
             if isinstance(m["content"], str):
                 _check_unicode(f"chat: messages[{i}].content", m["content"])
-        prompt = text.apply_chat_template(messages, add_generation_prompt=True)
+            elif not isinstance(m["content"], list):   # a list: content parts, as transformers takes them
+                raise InputError(f"chat: messages[{i}].content: expected a string or a list of parts, "
+                                 f"found {type(m['content']).__name__}")
+        try:
+            prompt = text.apply_chat_template(messages, add_generation_prompt=True)
+        except ChatTemplateError as exc:   # it renders valid turns: these messages are what it refused
+            raise InputError(f"chat: messages: {exc.message}") from None
         return text.encode(prompt, add_special_tokens=False)
 
     def _prepare(self, messages, max_new_tokens, search):

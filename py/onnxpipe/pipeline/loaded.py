@@ -172,7 +172,12 @@ class LoadedPipeline:
         ((flat values, shape) or an array by name); ``provided`` are inputs a front end adds."""
         extra = control_values.resolve(self.spec.pipeline.inputs, controls or {})
         plan = self.executor.plan
+        if given is not None and not isinstance(given, dict):
+            raise InputError(f"inputs: expected a dict of name -> (flat values, shape), found {type(given).__name__}")
         for name, value in (given or {}).items():
+            if name in front_end_inputs(self.spec):   # made per image by the front end, never given whole
+                raise InputError(f'inputs["{name}"]: the image preprocessing makes this input; pass '
+                                 f"images=[onnxpipe.image.Image(rgb, width, height)]")
             if hasattr(value, "shape") and hasattr(value, "tolist"):   # an array
                 value = (value.reshape(-1).tolist(), tuple(value.shape))
             if not (isinstance(value, tuple) and len(value) == 2):
@@ -195,6 +200,8 @@ class LoadedPipeline:
 
     def with_images(self, ids: list[int], images) -> tuple[list[int], dict]:
         """(prompt ids with image tokens expanded, the images' pipeline inputs); see image/front.py."""
+        if images is not None and not isinstance(images, (list, tuple)):
+            raise InputError(f"images: expected a list of onnxpipe.image.Image, found {type(images).__name__}")
         if not images:
             return ids, {}
         if self.images is None:

@@ -9,6 +9,7 @@ ids -> text (special tokens skipped). Nothing here knows which model it runs.
 
 from __future__ import annotations
 
+import math
 import time
 from array import array
 
@@ -31,9 +32,10 @@ def check_declarations(loaded) -> None:
     if audio.sample_rate <= 0:
         raise ConfigError(f"expected a sample rate > 0, found {audio.sample_rate}", file=file,
                           path=f"{path}.sample_rate")
-    if not audio.window_seconds > 0:
-        raise ConfigError(f"expected window_seconds > 0, found {audio.window_seconds}", file=file,
-                          path=f"{path}.window_seconds")
+    shortest = 2 * FRAME_SECONDS   # a cut is looked for between the window's energy frames
+    if not shortest <= audio.window_seconds < math.inf:
+        raise ConfigError(f"expected window_seconds of at least {shortest} (two {FRAME_SECONDS} s energy frames), "
+                          f"finite, found {audio.window_seconds}", file=file, path=f"{path}.window_seconds")
     plan = loaded.executor.plan
     if audio.input not in plan.caller_inputs:
         raise ConfigError(f'"{audio.input}" is not a pipeline input the caller gives; this pipeline takes '

@@ -163,6 +163,8 @@ class BeamSearch:
             cands = self._candidates(outs["logits"], [prompt + r.tokens for r in running],
                                      [r.score for r in running], new)
             vocab = vocab or self.vocab or self.backend.shape(outs["logits"])[-1]
+            if beams > vocab:   # the first step could not fill the beams
+                raise InputError(f"num_beams ({beams}) is more than the vocabulary ({vocab} tokens)")
             length = len(prompt) + new + 1   # ids once this step's token is appended
             chosen = []
             for score, flat in cands:

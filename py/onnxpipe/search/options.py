@@ -101,6 +101,9 @@ def resolve(base: SearchOptions, overrides: dict) -> SearchOptions:
                                              for v in value):
                 raise InputError(f'search option "{raw_name}": expected token ids (integers >= 0), '
                                  f"found {list(value)!r:.80}")
+            if name == "stop_strings" and not all(isinstance(v, str) and v for v in value):
+                raise InputError(f'search option "{raw_name}": expected strings (not empty), '
+                                 f"found {list(value)!r:.80}")
         if not _type_ok(name, value):
             raise InputError(f'search option "{raw_name}": expected {FIELDS[name].type}, found {value!r}')
         changes[name] = float(value) if FIELDS[name].type == "float" else value

@@ -30,9 +30,10 @@ class Sampler:
         self.graph = self._open(with_suppress=False, every_position=False)
         # suppressed ids: one graph with a suppress_ids input, fed the list for this position
         start = tuple(dict.fromkeys(options.suppress_tokens + options.suppress_tokens_at_start))
-        if self.vocab is not None and any(i >= self.vocab for i in start):
-            raise InputError(f"suppress_tokens: {[i for i in start if i >= self.vocab][:5]} outside the "
-                             f"vocabulary (0..{self.vocab - 1})")
+        for name in ("suppress_tokens", "suppress_tokens_at_start"):
+            outside = [i for i in getattr(options, name) if self.vocab is not None and i >= self.vocab]
+            if outside:
+                raise InputError(f"{name}: {outside[:5]} outside the vocabulary (0..{self.vocab - 1})")
         self.suppress = {True: start, False: tuple(options.suppress_tokens)}
         self.suppress_graph = self._open(with_suppress=True, every_position=False) if start else None
         self._row_graphs: dict[bool, object] = {}

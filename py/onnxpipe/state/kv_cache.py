@@ -13,11 +13,11 @@ from dataclasses import dataclass
 
 from ..backends.base import TensorInfo
 from ..config.schema import KVCacheSpec
-from ..errors import ConfigError
+from ..errors import ConfigError, EngineError
 from ..ops import kv as kv_ops
 from . import kv_dims
 from .base import StateComponent, StepContext
-from .sliding_window import Windowing
+from .sliding_window import PATH as SLIDING_PATH, Windowing
 
 SEPARATE_DEFAULTS = ("past_key_values.{layer}.key", "past_key_values.{layer}.value",
                      "present.{layer}.key", "present.{layer}.value")
@@ -115,9 +115,21 @@ class KVCache(StateComponent):
         self.outputs = {session.name: {s.present for s in self.slots}}
         self.seq_axis = {s.past.name: len(s.past.shape) - 2 for s in self.slots}
         self._fixed: dict[str, tuple] = {}
-        self._graph = kv_dims.SessionGraph(backend, session)   # read only if a dim is symbolic
+        self._graph = kv_dims.SessionGraph(backend, session)   # read only if a dim is symbolic, or windowed
         for slot in self.slots:
             self._check_shape(slot, file)
+        if self.window is not None:
+            self._check_window(file)
+
+    def _check_window(self, file: str) -> None:
+        """The declared window is the graph's (GroupQueryAttention's local_window_size): buffers of
+        another size would be wrong, and a mistyped huge one is allocated whole."""
+        facts = self._graph.facts()
+        found = facts.attention_windows() if facts is not None else set()
+        if found and self.window.size not in found:
+            raise ConfigError(f"window_size is {self.window.size}, but the model's GroupQueryAttention nodes "
+                              f"use local_window_size {', '.join(map(str, sorted(found)))}",
+                              file=file, path=f"{SLIDING_PATH}.window_size")
 
     def _check_shape(self, slot: Slot, file: str) -> None:
         seq = self.seq_axis[slot.past.name]
@@ -142,8 +154,7 @@ class KVCache(StateComponent):
             return
         for slot in self.slots:
             if slot.value is None:
-                shape = self._shape(slot, ctx.batch, self._empty_length(slot))
-                slot.value = self.backend.full(slot.past.dtype, shape, 0)
+                slot.value = self._zeros(slot, self._shape(slot, ctx.batch, self._empty_length(slot)))
             feeds[slot.past.name] = slot.value
 
     def update(self, session, outputs, ctx: StepContext):
@@ -223,6 +234,16 @@ class KVCache(StateComponent):
         """Sequence length of an empty past: 0, or the whole fixed buffer of a windowed layer."""
         return self.window.capacity if self._windowed(slot) else 0
 
+    def _zeros(self, slot, shape) -> object:
+        """A zero cache tensor of ``shape`` for ``slot``; one too large to allocate (a wrong
+        num_heads / head_size, a huge context) is an error naming the input, not a MemoryError."""
+        try:
+            return self.backend.full(slot.past.dtype, shape, 0)
+        except (MemoryError, ValueError) as exc:   # numpy: MemoryError, or ValueError past its size limit
+            raise EngineError(f'session "{self.session}": cannot allocate the KV cache of "{slot.past.name}" '
+                              f"with shape {list(shape)} ({exc}); check kv_cache.num_heads / head_size "
+                              f"and the context length") from None
+
     # ---- shared buffers ----------------------------------------------------------------------
 
     def _ensure_capacity(self, ctx: StepContext) -> None:
@@ -234,11 +255,10 @@ class KVCache(StateComponent):
         for slot in self.slots:
             if self._windowed(slot):   # allocated once at its capacity, never grown
                 if slot.value is None:
-                    slot.value = self.backend.full(slot.past.dtype,
-                                                   self._shape(slot, ctx.batch, self.window.capacity), 0)
+                    slot.value = self._zeros(slot, self._shape(slot, ctx.batch, self.window.capacity))
                 continue
             if slot.value is None:
-                slot.value = self.backend.full(slot.past.dtype, self._shape(slot, ctx.batch, grown), 0)
+                slot.value = self._zeros(slot, self._shape(slot, ctx.batch, grown))
                 continue
             graph = self.backend.open_graph(kv_ops.grow_seq_graph(slot.past.dtype), self.provider)
             cap = self.backend.tensor([grown], "int64", (1,))

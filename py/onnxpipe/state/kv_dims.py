@@ -28,13 +28,16 @@ def resolve(slot, seq: int, spec, graph: SessionGraph, file: str) -> tuple:
     dims[seq] = -1
     axes = {"num_heads": seq - 1, "head_size": len(dims) - 1}
     for key, axis in axes.items():
-        declared = getattr(spec, key)
-        if not declared:
+        value = getattr(spec, key)
+        if value is None:
             continue
-        if dims[axis] is not None and dims[axis] != declared:
-            raise ConfigError(f'kv_cache.{key} is {declared}, but the model fixes {dims[axis]} there: '
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise ConfigError(f"kv_cache.{key}: expected a positive integer, found {value!r}",
+                              file=file, path=f"{PATH}.{key}")
+        if dims[axis] is not None and dims[axis] != value:
+            raise ConfigError(f'kv_cache.{key} is {value}, but the model fixes {dims[axis]} there: '
                               f'KV input "{name}" has dims {shape}', file=file, path=f"{PATH}.{key}")
-        dims[axis] = declared
+        dims[axis] = value
     missing = {key: axis for key, axis in axes.items() if dims[axis] is None}
     if missing:
         facts = graph.facts()

@@ -86,12 +86,14 @@ export async function startIntruder() {
   return { url, stop: () => new Promise((resolve) => server.close(resolve)) };
 }
 
-/** Frame ``url`` into ``frame``'s document (a page or a frame); resolves with the new Frame. */
+/** Frame ``url`` into ``frame``'s document (a page or a frame); resolves with the new Frame, or undefined where it did not load (a CSP refused it). */
 export async function addFrame(page, frame, url) {
   await frame.evaluate((u) => new Promise((resolve) => {
     const f = document.createElement('iframe');
     f.src = u;
     f.onload = resolve;
+    // a frame the CSP refuses may never fire load
+    setTimeout(resolve, 5000);
     document.body.append(f);
   }), url);
   return page.frames().find((f) => f.url() === url && f.parentFrame() === frame);

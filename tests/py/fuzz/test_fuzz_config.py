@@ -107,6 +107,25 @@ def bundle_and_mutation():
 @example(case("kokoro-82m", (("preprocessing", "phonemes", "bos"), DROP)))
 # a length that is no integer: TypeError in transformers_js.translate
 @example(case("tjs_llama", (("max_position_embeddings",), "2048")))
+# a head size the KV cache cannot be allocated with (MemoryError), or a negative one (ValueError)
+@example(case("genai_gemma2", (("model", "decoder", "head_size"), 16_000_000_000)))
+@example(case("genai_gemma2", (("model", "decoder", "head_size"), -16)))
+# a wire from inputs straight to outputs (KeyError in the planner), and from an input the
+# caller never gives (KeyError in the executor)
+@example(case("novel_two_stage", (("pipeline", "dataflow", 2, "from"), "inputs.input_ids")))
+@example(case("piper-en-us-joe", (("pipeline", "dataflow", 2, "from"), "inputs.input_ids")))
+# a choice control's default that is no option name but a list: TypeError (unhashable)
+@example(case("kokoro-82m", (("pipeline", "inputs", "voice", "default"), ["af_heart"])))
+# a transcription window shorter than two energy frames: IndexError at the first call
+@example(case("whisper-base", (("preprocessing", "audio", "window_seconds"), 1e-320)))
+# a scheduler_config file name that is empty (the bundle folder itself): IsADirectoryError
+@example(case("tiny_diffusion", (("generation", "denoising", "scheduler_config"), "")))
+# a sliding window not the graph's, huge: its buffers were allocated whole (tens of GB)
+@example(case("genai_gemma2", (("model", "decoder", "sliding_window", "window_size"), 10**8)))
+# a packed control's default as a list of one: TypeError when the pack was built
+@example(case("piper-en-us-joe", (("pipeline", "inputs", "noise_scale", "default"), [0.667])))
+# a voice espeak-ng refuses: an EngineError that named neither the file nor the JSON path
+@example(case("kokoro-82m", (("preprocessing", "phonemes", "voice"), ".native/espeak-ng-data")))
 @cases(CASES_PER_BUNDLE * len(BUNDLES))
 @given(bundle_and_mutation())
 def test_mutated_config_fails_cleanly(tmp_root, drawn):

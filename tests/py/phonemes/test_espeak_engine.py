@@ -3,7 +3,7 @@ gives; a missing program, data folder or voice is reported clearly."""
 
 import pytest
 
-from onnxpipe.errors import EngineError
+from onnxpipe.errors import ConfigError, EngineError
 from onnxpipe.phonemes import engines, load_phonemizer
 from onnxpipe.phonemes.engines import EspeakCli
 from onnxpipe.phonemes.rules import clean, split_text
@@ -64,5 +64,9 @@ def test_missing_data_folder_falls_back_to_system_data_with_a_warning(bundle, ma
 
 
 def test_unknown_voice_fails_at_load(bundle, make_spec):
-    with pytest.raises(EngineError, match=r"espeak-ng -v xx-nope: .*voice does not exist.*phonemes\.voice"):
+    with pytest.raises(ConfigError, match=r'refuses the voice "xx-nope": .*voice does not exist') as caught:
         load_phonemizer(bundle, make_spec(voice="xx-nope"))
+    assert caught.value.path == "$.preprocessing.phonemes.voice"
+    # a voice that is a path (what a mutated config held) is refused the same way
+    with pytest.raises(ConfigError, match="refuses the voice"):
+        load_phonemizer(bundle, make_spec(voice=".native/espeak-ng-data"))

@@ -24,7 +24,10 @@ def test_a_token_loop_with_audio_is_a_transcription_bundle(tmp_path):
 
 @pytest.mark.parametrize("audio, path, message", [
     (dict(AUDIO, input="waveform"), "$.preprocessing.audio.input", 'takes features'),
-    (dict(AUDIO, window_seconds=0), "$.preprocessing.audio.window_seconds", "window_seconds > 0"),
+    (dict(AUDIO, window_seconds=0), "$.preprocessing.audio.window_seconds", "window_seconds of at least 0.02"),
+    # shorter than two energy frames, or infinite: IndexError / OverflowError at the first call (fuzz)
+    (dict(AUDIO, window_seconds=1e-320), "$.preprocessing.audio.window_seconds", "found 1e-320"),
+    (dict(AUDIO, window_seconds=float("inf")), "$.preprocessing.audio.window_seconds", "finite, found inf"),
     (dict(AUDIO, sample_rate=-1), "$.preprocessing.audio.sample_rate", "sample rate > 0"),
     (dict(AUDIO, sampling_rate=16000), "$.preprocessing.audio.sampling_rate", 'Did you mean "sample_rate"'),
     ({"input": "features"}, "$.preprocessing.audio.sample_rate", "missing required key"),

@@ -213,6 +213,9 @@ def test_capacity_follows_genai_per_provider():
      "layers [7] have no KV cache inputs; the session's KV layers are [0, 1, 2, 3]"),
     ({"window_size": 0}, "window_size: expected an integer > 0, found 0"),
     ({"window_size": 16, "cache_slack": -1}, "cache_slack: expected an integer >= 0, found -1"),
+    # not the graph's window: buffers of that size would be wrong, and a mistyped huge one allocated whole
+    ({"window_size": 17}, "window_size is 17, but the model's GroupQueryAttention nodes use local_window_size 16"),
+    ({"window_size": 10**9}, "use local_window_size 16"),
 ])
 def test_bad_windows_are_rejected_at_load(tmp_path, sliding, message):
     bundle = tiny_models.ensure(NAME)
