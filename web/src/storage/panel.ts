@@ -9,6 +9,9 @@ import type { StoredBundle } from '../protocol';
 import { askPersistent, deviceStorage } from './device';
 import './panel.css';
 
+/** Re-reads of the estimate after a removal (every 500 ms) before the panel settles for it. */
+const ESTIMATE_RETRIES = 20;
+
 export class StoragePanel {
   readonly root: HTMLElement;
   private readonly usage = el('p', { class: 'storage-usage', 'data-testid': 'storage-usage' });
@@ -58,13 +61,22 @@ export class StoragePanel {
   private async remove(bundle: StoredBundle, button: HTMLButtonElement): Promise<void> {
     button.disabled = true;
     this.root.dataset.state = 'removing';
+    const usedBefore = Number(this.usage.dataset.usage ?? NaN);
+    let removed = false;
     try {
       await this.client.removeStored(bundle.key);
+      removed = true;
       this.say(`Removed ${bundle.name} (${formatBytes(bundle.bytes)}) from this device.`);
     } catch (e) {
       this.say(`Could not remove ${bundle.name}: ${e instanceof Error ? e.message : String(e)}`);
     }
     await this.refresh();
+    // Chromium's usage estimate can lag a deletion by seconds (it is updated in the
+    // background): read it again for a while, so the panel does not keep the old figure
+    for (let i = 0; removed && i < ESTIMATE_RETRIES && Number(this.usage.dataset.usage) > usedBefore - bundle.bytes; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      await this.refresh();
+    }
   }
 
   private say(text: string): void {
