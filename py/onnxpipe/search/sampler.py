@@ -30,8 +30,8 @@ class Sampler:
         self.graph = self._open(with_suppress=False, every_position=False)
         # suppressed ids: one graph with a suppress_ids input, fed the list for this position
         start = tuple(dict.fromkeys(options.suppress_tokens + options.suppress_tokens_at_start))
-        for name in ("suppress_tokens", "suppress_tokens_at_start"):
-            outside = [i for i in getattr(options, name) if self.vocab is not None and i >= self.vocab]
+        for name in ("suppress_tokens", "suppress_tokens_at_start") if self.vocab is not None else ():
+            outside = [i for i in getattr(options, name) if i >= self.vocab]
             if outside:
                 raise InputError(f"{name}: {outside[:5]} outside the vocabulary (0..{self.vocab - 1})")
         self.suppress = {True: start, False: tuple(options.suppress_tokens)}
