@@ -57,6 +57,8 @@ web: $(STAMP) node-deps ## build the site into dist/: the onnxpipe wheel + pyodi
 bench: models node-deps ## decode speed (per dtype too) and speech real-time factor side by side (native, then headless Chromium)
 	$(PY) bench/decode_speed.py $(SMOLLM2) --busy --settings all
 	node bench/browser_decode.mjs $(SMOLLM2)
+	node bench/browser_decode.mjs $(SMOLLM2) --threads 2
+	$(PY) bench/decode_ceiling.py $(SMOLLM2)    # what one thread's memory streaming allows the wasm file
 	node bench/browser_dtypes.mjs $(SMOLLM2_TJS)
 	node bench/browser_memory.mjs   # peak wasm memory of every bundle in public/models/
 	node bench/browser_start.mjs    # chat page: time to first token, cold and warm, with its breakdown

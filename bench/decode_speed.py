@@ -4,7 +4,9 @@ Both decode the same prompt ids greedily for the same number of new tokens, alte
 runs so machine noise hits both alike; medians and their ratio are printed. ``--busy`` then
 measures again while another process keeps one core busy (a Python spin loop), and also
 onnxpipe with other thread / spinning settings (``--settings``), so a choice can rest on
-figures. This is a benchmark, not a test: it never fails on speed.
+figures. A third driver, "bare onnxruntime", is the floor under any orchestration: the same
+file on one onnxruntime session (1 thread, no spinning), KV buffers bound in place, argmax
+in numpy, nothing else. This is a benchmark, not a test: it never fails on speed.
 
     PYTHONPATH=py python bench/decode_speed.py BUNDLE [--tokens 128] [--runs 5] [--busy]
 """
@@ -48,6 +50,56 @@ def genai_run(model, ids, n):
     return (len(tokens) - 1) / (end - first), tokens
 
 
+class BareLoop:
+    """The bundle's genai decoder on plain onnxruntime, 1 thread: one session, its past/present
+    buffers bound in place (the bundle must say past_present_share_buffer, as SmolLM2's does),
+    numpy's argmax over the last logits."""
+
+    def __init__(self, bundle: str):
+        import numpy as np
+        import onnxruntime as ort
+
+        with open(f"{bundle}/genai_config.json", encoding="utf-8") as f:
+            config = json.load(f)
+        if not config["search"].get("past_present_share_buffer"):
+            raise SystemExit(f"{bundle}/genai_config.json: the bare loop needs past_present_share_buffer: true")
+        decoder = config["model"]["decoder"]
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = 1
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        self.session = ort.InferenceSession(f"{bundle}/{decoder['filename']}", options,
+                                            providers=["CPUExecutionProvider"])
+        names = decoder["inputs"]
+        outs = decoder["outputs"]
+        self.pairs = [(names[kind] % layer, outs[kind.replace("past", "present")] % layer)
+                      for layer in range(decoder["num_hidden_layers"])
+                      for kind in ("past_key_names", "past_value_names")]
+        self.kv_shape = (1, decoder["num_key_value_heads"], 0, decoder["head_size"])
+        self.np, self.ort = np, ort
+
+    def run(self, ids, n):
+        np, ort = self.np, self.ort
+        heads, size = self.kv_shape[1], self.kv_shape[3]
+        binding = self.session.io_binding()
+        for past, present in self.pairs:
+            buffer = ort.OrtValue.ortvalue_from_numpy(np.zeros((1, heads, len(ids) + n, size), np.float32))
+            binding.bind_ortvalue_input(past, buffer)
+            binding.bind_ortvalue_output(present, buffer)
+        feed, total, tokens = np.array([ids], np.int64), 0, []
+        for step in range(n):
+            if step == 1:
+                first = time.perf_counter()
+            total += feed.shape[1]
+            binding.bind_cpu_input("input_ids", feed)
+            binding.bind_cpu_input("attention_mask", np.ones((1, total), np.int64))
+            binding.bind_output("logits")       # its shape changes after the prompt: a new one each step
+            self.session.run_with_iobinding(binding)
+            tokens.append(int(binding.get_outputs()[-1].numpy()[0, -1].argmax()))
+            feed = np.array([[tokens[-1]]], np.int64)
+        return (n - 1) / (time.perf_counter() - first), tokens
+
+
+BARE = "bare onnxruntime, 1 thread"
 SETTINGS = {"default": {}, "spinning": {"spinning": True}, "1 thread": {"threads": 1},
             "1 thread, spinning": {"threads": 1, "spinning": True}}
 
@@ -65,10 +117,12 @@ def busy_core(on: bool):
             proc.wait()
 
 
-def compare(pipes: dict, model, ids, tokens: int, runs: int) -> dict:
-    """Median tokens/s of each onnxpipe setting and of onnxruntime-genai, runs interleaved."""
+def compare(pipes: dict, model, bare: BareLoop, ids, tokens: int, runs: int) -> dict:
+    """Median tokens/s of each onnxpipe setting, of onnxruntime-genai and of the bare loop, runs
+    interleaved."""
     figures = {name: [] for name in pipes}
     figures["onnxruntime-genai"] = []
+    figures[BARE] = []
     same = True
     for _ in range(runs):
         reference = None
@@ -78,10 +132,12 @@ def compare(pipes: dict, model, ids, tokens: int, runs: int) -> dict:
             reference = reference or got
         tps, theirs = genai_run(model, ids, tokens)
         figures["onnxruntime-genai"].append(tps)
-        same = same and list(reference) == [int(t) for t in theirs]
+        tps, bare_tokens = bare.run(ids, tokens)
+        figures[BARE].append(tps)
+        same = same and list(reference) == [int(t) for t in theirs] == bare_tokens
     medians = {name: statistics.median(v) for name, v in figures.items()}
     return {"tokens_per_s": medians, "same_tokens": same,
-            "ratio": {name: medians[name] / medians["onnxruntime-genai"] for name in pipes}}
+            "ratio": {name: medians[name] / medians["onnxruntime-genai"] for name in [*pipes, BARE]}}
 
 
 def main() -> int:
@@ -102,13 +158,15 @@ def main() -> int:
     first = next(iter(pipes.values()))
     ids = first.chat_prompt_ids([{"role": "user", "content": PROMPT}])
     model = og.Model(a.bundle)
+    bare = BareLoop(a.bundle)
     for pipe in pipes.values():      # warm-up
         onnxpipe_run(pipe, ids, 8)
     genai_run(model, ids, 8)
+    bare.run(ids, 8)
     report = {"bundle": a.bundle, "prompt_tokens": len(ids), "new_tokens": a.tokens, "runs": a.runs}
     for label, on in (("quiet", False), ("one core busy", True)) if a.busy else (("quiet", False),):
         with busy_core(on):
-            report[label] = result = compare(pipes, model, ids, a.tokens, a.runs)
+            report[label] = result = compare(pipes, model, bare, ids, a.tokens, a.runs)
         print(f"{label}: decode tokens/s over {a.tokens} new tokens, median of {a.runs} interleaved runs")
         for name, tps in result["tokens_per_s"].items():
             ratio = f"   ratio {result['ratio'][name]:.3f}" if name in result["ratio"] else ""
