@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -40,7 +41,7 @@ def weight_bytes(path: str) -> dict:
     import onnx
 
     graph = onnx.load(path, load_external_data=False).graph
-    sizes = {t.name: (_count(t.dims), _ITEMSIZE.get(t.data_type, 4), list(t.dims)) for t in graph.initializer}
+    sizes = {t.name: (math.prod(t.dims), _ITEMSIZE.get(t.data_type, 4), list(t.dims)) for t in graph.initializer}
     for node in graph.node:            # a Cast or Transpose of a weight is folded at load: its output is the weight
         if node.op_type in FOLDED and node.input[0] in sizes:
             count, itemsize, dims = sizes[node.input[0]]
@@ -67,13 +68,6 @@ def weight_bytes(path: str) -> dict:
             else:
                 other += count * itemsize
     return {"matmul": matmul, "gathered_rows": gathered, "other": other, "total": matmul + gathered + other}
-
-
-def _count(dims) -> int:
-    total = 1
-    for d in dims:
-        total *= d
-    return total
 
 
 def stream_rate(size: int) -> dict:

@@ -74,15 +74,15 @@ class BareLoop:
         self.pairs = [(names[kind] % layer, outs[kind.replace("past", "present")] % layer)
                       for layer in range(decoder["num_hidden_layers"])
                       for kind in ("past_key_names", "past_value_names")]
-        self.kv_shape = (1, decoder["num_key_value_heads"], 0, decoder["head_size"])
+        self.heads, self.head_size = decoder["num_key_value_heads"], decoder["head_size"]
         self.np, self.ort = np, ort
 
     def run(self, ids, n):
         np, ort = self.np, self.ort
-        heads, size = self.kv_shape[1], self.kv_shape[3]
         binding = self.session.io_binding()
         for past, present in self.pairs:
-            buffer = ort.OrtValue.ortvalue_from_numpy(np.zeros((1, heads, len(ids) + n, size), np.float32))
+            shape = (1, self.heads, len(ids) + n, self.head_size)   # room for every token: shared in place
+            buffer = ort.OrtValue.ortvalue_from_numpy(np.zeros(shape, np.float32))
             binding.bind_ortvalue_input(past, buffer)
             binding.bind_ortvalue_output(present, buffer)
         feed, total, tokens = np.array([ids], np.int64), 0, []
