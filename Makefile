@@ -55,7 +55,8 @@ web: $(STAMP) node-deps ## build the site into dist/: the onnxpipe wheel + pyodi
 	node_modules/.bin/vite build
 
 bench: models node-deps ## decode speed (per dtype too) and speech real-time factor side by side (native, then headless Chromium)
-	$(PY) bench/decode_speed.py $(SMOLLM2) --busy --settings all
+	$(PY) bench/decode_speed.py $(SMOLLM2) --variant int4 --busy --settings all   # genai's file
+	$(PY) bench/native_variants.py $(SMOLLM2)   # which file native runs open: agreement with fp32, speed
 	node bench/browser_decode.mjs $(SMOLLM2)
 	node bench/browser_decode.mjs $(SMOLLM2) --threads 2
 	$(PY) bench/decode_ceiling.py $(SMOLLM2)    # what one thread's memory streaming allows the wasm file

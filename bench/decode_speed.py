@@ -8,7 +8,7 @@ figures. A third driver, "bare onnxruntime", is the floor under any orchestratio
 file on one onnxruntime session (1 thread, no spinning), KV buffers bound in place, argmax
 in numpy, nothing else. This is a benchmark, not a test: it never fails on speed.
 
-    PYTHONPATH=py python bench/decode_speed.py BUNDLE [--tokens 128] [--runs 5] [--busy]
+    PYTHONPATH=py python bench/decode_speed.py BUNDLE [--variant int4] [--tokens 128] [--runs 5] [--busy]
 """
 
 from __future__ import annotations
@@ -145,6 +145,8 @@ def main() -> int:
     ap.add_argument("bundle")
     ap.add_argument("--tokens", type=int, default=128)
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--variant", help="the bundle's file for this variant name (e.g. int4: the file "
+                    "onnxruntime-genai opens, so both run the same one)")
     ap.add_argument("--busy", action="store_true", help="measure again with one core kept busy")
     ap.add_argument("--settings", default="default", help=f"onnxpipe settings, comma-separated: {', '.join(SETTINGS)} "
                     "(or all)")
@@ -154,7 +156,8 @@ def main() -> int:
     from onnxpipe.backends.native import NativeBackend
 
     names = list(SETTINGS) if a.settings == "all" else a.settings.split(",")
-    pipes = {name: onnxpipe.load(a.bundle, backend=NativeBackend(**SETTINGS[name])) for name in names}
+    pipes = {name: onnxpipe.load(a.bundle, backend=NativeBackend(**SETTINGS[name]), variant=a.variant)
+             for name in names}
     first = next(iter(pipes.values()))
     ids = first.chat_prompt_ids([{"role": "user", "content": PROMPT}])
     model = og.Model(a.bundle)

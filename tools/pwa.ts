@@ -11,6 +11,10 @@ export const BACKGROUND_COLOR = '#f6f7f9'; // --bg in web/src/styles.css
 /** The cache of the hand-written service worker (public/sw.js) that came before this one. */
 export const LEGACY_SITE_CACHE = 'onnxpipe-site-v1';
 const CLEANUP_SCRIPT = 'sw-cleanup.js';
+/** The runtime cache of models/index.json (the pages' model menus), and the snippet that fills
+ * it when the service worker installs. */
+export const MODEL_INDEX_CACHE = 'onnxpipe-model-index';
+const MODEL_INDEX_SCRIPT = 'sw-model-index.js';
 // the largest precached file is onnxruntime-web's asyncify wasm (~27 MB); Workbox skips,
 // with only a warning, any file above this, so the limit sits well above it
 const MAX_PRECACHE_FILE_BYTES = 64 * 1024 * 1024;
@@ -32,7 +36,9 @@ export function buildId(root: string): string {
 }
 
 /** __ONNXPIPE_BUILD_ID__ for the pages, <meta name="theme-color"> on every page, and the
- * snippet the generated service worker imports to delete the old hand-written cache. */
+ * snippets the generated service worker imports: one deletes the old hand-written cache, one
+ * caches models/index.json at install (the page's own first fetch of it ran before the worker
+ * controlled the page, so without this an offline reload would find no copy). */
 function siteMeta(id: string): Plugin {
   return {
     name: 'onnxpipe-pwa-meta',
@@ -44,6 +50,14 @@ function siteMeta(id: string): Plugin {
         fileName: CLEANUP_SCRIPT,
         source: `// onnxpipe: users of the hand-written service worker still hold its cache; drop it.\n` +
           `self.addEventListener('activate', (event) => event.waitUntil(caches.delete(${JSON.stringify(LEGACY_SITE_CACHE)})));\n`,
+      });
+      this.emitFile({
+        type: 'asset',
+        fileName: MODEL_INDEX_SCRIPT,
+        source: `// onnxpipe: the model menus' list, kept for offline visits (refreshed whenever the server answers).\n` +
+          `self.addEventListener('install', (event) => event.waitUntil(caches.open(${JSON.stringify(MODEL_INDEX_CACHE)})\n` +
+          `  .then((cache) => cache.add(new Request('models/index.json', { cache: 'no-cache' })))\n` +
+          `  .catch(() => undefined)));   // no index.json on this server: the pages offer their default model\n`,
       });
     },
   };
@@ -84,11 +98,11 @@ export function pwaPlugins(root: string): Plugin[] {
         // (manifest.webmanifest is added by vite-plugin-pwa itself)
         globPatterns: ['**/*.{html,js,mjs,css,wasm,json,zip,whl,png,svg,ico}', 'espeak-ng/*'],
         // models are large and stored by the runtime worker (workers/bundle-loader.ts); never
-        // copied into dist/, and kept out here should a folder ever end up there. The cleanup
-        // snippet is part of the worker's own script, which the browser keeps with it.
+        // copied into dist/, and kept out here should a folder ever end up there. The two
+        // snippets are part of the worker's own script, which the browser keeps with it.
         // embed.html always comes from the server: its frame-ancestors header (the allow-list of
         // sites that may embed the widget, tools/serve.py) must never be a stale precached copy
-        globIgnores: ['**/*.map', 'models/**', CLEANUP_SCRIPT, 'embed.html'],
+        globIgnores: ['**/*.map', 'models/**', CLEANUP_SCRIPT, MODEL_INDEX_SCRIPT, 'embed.html'],
         maximumFileSizeToCacheInBytes: MAX_PRECACHE_FILE_BYTES,
         // every precached file is static: a query (/?x, tts.html?y) must not miss it
         ignoreURLParametersMatching: [/.*/],
@@ -98,8 +112,16 @@ export function pwaPlugins(root: string): Plugin[] {
         cleanupOutdatedCaches: true,
         clientsClaim: true, // the first visit is controlled at once; an update takes the page it reloads
         skipWaiting: false, // a new build waits for the prompt's Reload (SKIP_WAITING message)
-        importScripts: [CLEANUP_SCRIPT],
-        runtimeCaching: [], // nothing else is cached at run time: /models/ goes to the network
+        importScripts: [CLEANUP_SCRIPT, MODEL_INDEX_SCRIPT],
+        // models/index.json (the model menus): from the server when it answers, else the copy
+        // kept from the last answer, so an offline page names its models and logs no failed
+        // request. Nothing else is cached at run time: a model's own files go to the network
+        // and are kept by the runtime worker (workers/storage/).
+        runtimeCaching: [{
+          urlPattern: ({ url, sameOrigin }) => sameOrigin && url.pathname.endsWith('/models/index.json'),
+          handler: 'NetworkFirst',
+          options: { cacheName: MODEL_INDEX_CACHE, networkTimeoutSeconds: 5, cacheableResponse: { statuses: [200] } },
+        }],
       },
     }),
   ];

@@ -12,22 +12,38 @@ import { chooseThreads } from './threads';
 /** Epoch ms: the page and the worker have different time origins. */
 export const now = (): number => performance.timeOrigin + performance.now();
 
-/** Timed parts of starting, in the order they ended. */
+/** Timed parts of starting, in the order they ended; watch() hears of each as it ends. */
 export class Stages {
   readonly list: StartupStage[] = [];
+  private readonly watchers = new Set<() => void>();
 
   async time<T>(name: StartupStage['name'], fn: () => Promise<T>): Promise<T> {
     const start = now();
     try {
       return await fn();
     } finally {
-      this.list.push({ name, start, end: now() });
+      this.add(name, start);
     }
   }
 
   add(name: StartupStage['name'], start: number, end = now()): void {
     this.list.push({ name, start, end });
+    for (const watcher of this.watchers) watcher();
   }
+
+  /** Call ``watcher`` after each stage ends; returns the unsubscribe. */
+  watch(watcher: () => void): () => void {
+    this.watchers.add(watcher);
+    return () => this.watchers.delete(watcher);
+  }
+}
+
+/** The steps of bootRuntime a load waits for, in no fixed order (the first two run at once). */
+export const BOOT_STEPS: readonly StartupStage['name'][] = ['onnxruntime', 'pyodide', 'import'];
+
+/** How many of BOOT_STEPS have ended in ``stages``. */
+export function bootStepsDone(stages: Stages): number {
+  return BOOT_STEPS.filter((name) => stages.list.some((s) => s.name === name)).length;
 }
 
 // An ONNX model of one Identity node on float[1] (ir 8, opset 13): opening a session on it makes

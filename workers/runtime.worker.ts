@@ -7,7 +7,7 @@ import type {
   ErrorKind, Event, ExecutionProvider, LoadedInfo, Request, RunResult, SentenceInfo, SpeechResult, ThreadChoice, TranscriptWindow,
   TranscriptionResult, VoiceActivityResult,
 } from '../web/src/protocol';
-import { Stages, bootRuntime, now } from './boot';
+import { BOOT_STEPS, Stages, bootRuntime, bootStepsDone, now } from './boot';
 import { type RgbImage, toRgbImages } from './images';
 import { files, setCancel, useCancelBuffer } from './bridge';
 import { destroyGpuDevice, fatalReason, gpuLostReason, holdLock, trapNextRun, watchGpuDevice } from './health';
@@ -34,6 +34,8 @@ type Runtime = {
   stages: Stages; snapshot: 'restored' | 'made' | 'none';
 };
 let runtime: Promise<Runtime> | null = null;
+/** The stages of the runtime's start, as they end (a load reports them as its first progress). */
+let bootStages: Stages | null = null;
 let busy = false;
 let sampleRate = 0; // of the loaded speech bundle
 
@@ -43,6 +45,7 @@ async function boot(requested?: number, ep?: ExecutionProvider): Promise<Runtime
   const start = performance.now();
   webgpuBuild = ep === 'webgpu';
   const stages = new Stages();
+  bootStages = stages;
   const { py, entry, threads, snapshot } = await bootRuntime<Pyodide>(ep, requested, stages);
   return {
     py, entry: entry as Record<string, PyFunction>, bootMs: performance.now() - start, threads: threads.threads,
@@ -102,12 +105,11 @@ async function load(request: Extract<Request, { type: 'load' }>): Promise<void> 
   }
   const requested = now();
   runtime ??= boot(request.threads, request.ep);
-  post({ type: 'progress', id, phase: 'boot', file: 'pyodide', loaded: 0, total: 0, percent: 0 });
   // the bundle's files are read once the runtime is up: reading them from storage while
   // Pyodide and onnxruntime-web start hung now and then (a small file's read never returned,
   // ~1 load in 10 in tests/e2e/fixtures.test.mjs), and it saved only tens of ms
   const started = runtime;
-  await started;
+  await reportBoot(id, started, bootStages!);
   const stages = new Stages();
   let filesFrom = now();
   useCancelBuffer(request.cancelBuffer);
@@ -160,6 +162,23 @@ async function load(request: Extract<Request, { type: 'load' }>): Promise<void> 
       } });
     }
   });
+}
+
+/** Wait for the runtime's start, reporting its steps as 'boot' progress: ``loaded`` of
+ * ``total`` steps done, at once (a runtime the page booted earlier may be up already) and as
+ * each step ends (all of them end before ``started`` resolves). */
+async function reportBoot(id: number, started: Promise<Runtime>, stages: Stages): Promise<void> {
+  const report = (): void => {
+    const done = bootStepsDone(stages);
+    post({ type: 'progress', id, phase: 'boot', file: 'runtime', loaded: done, total: BOOT_STEPS.length, percent: (100 * done) / BOOT_STEPS.length });
+  };
+  report();
+  const unwatch = stages.watch(report);
+  try {
+    await started;
+  } finally {
+    unwatch();
+  }
 }
 
 /** Run ``fn`` holding the Web Lock ``name``. A frame the browser gives no storage (third-party

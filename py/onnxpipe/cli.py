@@ -20,7 +20,8 @@ def _ids(text: str) -> list[int]:
 
 
 def _search_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--max-new-tokens", type=int, default=None, help="new tokens at most")
+    p.add_argument("--max-new-tokens", type=int, default=None,
+                   help="new tokens at most (default 256, as in the browser)")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--greedy", action="store_true", help="greedy decoding")
     mode.add_argument("--sample", action="store_true", help="sample (temperature, top-k, top-p, min-p)")
@@ -166,16 +167,18 @@ def cmd_run(a) -> int:
     if a.image:
         from .image.files import read_image
         opts["images"] = [read_image(path) for path in a.image]
+    # without --json the text appears as it is generated
+    show = None if a.json else lambda event: print(event.text, end="", flush=True)
     if a.chat is not None:
-        result = pipe.chat([{"role": "user", "content": a.chat}], max_new_tokens=a.max_new_tokens, **opts)
+        result = pipe.chat([{"role": "user", "content": a.chat}], max_new_tokens=a.max_new_tokens, on_event=show, **opts)
     elif a.prompt is not None:
-        result = pipe.generate(prompt=a.prompt, max_new_tokens=a.max_new_tokens, **opts)
+        result = pipe.generate(prompt=a.prompt, max_new_tokens=a.max_new_tokens, on_event=show, **opts)
     else:
-        result = pipe.generate(input_ids=a.input_ids, max_new_tokens=a.max_new_tokens, **opts)
+        result = pipe.generate(input_ids=a.input_ids, max_new_tokens=a.max_new_tokens, on_event=show, **opts)
     if a.json:
         print(json.dumps(result.to_dict(), ensure_ascii=False))
     else:
-        print(result.text)
+        print(flush=True)
         for i, beam in enumerate((result.sequences or [])[1:], 2):   # beam search's other sequences
             print(f"#{i} (score {beam['score']:.4f}): {beam.get('text', beam['tokens'])}")
         drafts = result.speculative

@@ -2,6 +2,10 @@
 // type a question, watch the reply stream into the assistant bubble, and check its tokens
 // against the native CPython run of the same file (`python -m tests.agreement greedy --chat --variant`),
 // under the margin rule (tests/e2e/lib/agreement.mjs).
+// On the way, the page's states must tell the truth: the empty conversation's line follows the
+// load, the composer waits while loading, the runtime's progress row reaches "ready" and files
+// do not sit at "checking" while the load goes on; the time-to-first-token figures wait behind
+// a closed disclosure.
 // A screenshot of the page after the reply is saved to build/e2e/artifacts/chat.png.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -10,6 +14,7 @@ import { after, before, test } from 'node:test';
 import { ROOT, launchBrowser, siteDir, startServer } from './lib/browser.mjs';
 import { assertGreedyAgrees, nativeGreedy, WASM_VS_NATIVE } from './lib/agreement.mjs';
 import { loadOnChatPage } from './lib/chat-page.mjs';
+import { recordStates, recordedStates } from './lib/page-states.mjs';
 import { TIMEOUTS } from './lib/timeouts.mjs';
 
 const BUNDLE = 'smollm2-135m-instruct';
@@ -41,7 +46,15 @@ test(`chat page: ${BUNDLE} answers "${QUESTION}" like native (token for token up
   if (missing.length) return t.skip(`public/models/${BUNDLE}/ lacks ${missing.join(', ')}: run make models`);
   const page = await context.newPage();
   try {
+    await recordStates(page, {
+      status: ['[data-testid=app]', 'data-status'],
+      empty: ['[data-testid=messages-empty]', 'text'],
+      promptDisabled: ['[data-testid=prompt]', '?disabled'],
+      sendDisabled: ['[data-testid=send-button]', '?disabled'],
+      rows: ['[data-testid=progress-file]', 'data-file|data-phase', true],
+    });
     await loadOnChatPage(page, server.url, BUNDLE, 'wasm');
+    await assertLoadStates(page);
     const info = await page.evaluate(() => window.__onnxpipe.state.loaded);
     const decoder = info.sessions.decoder;
     assert.match(decoder.provider, /wasm/i);
@@ -112,6 +125,29 @@ test(`chat page: ${BUNDLE} answers "${QUESTION}" like native (token for token up
   }
 });
 
+/** What the page showed before and while loading, and once loaded (recordStates snapshots). */
+async function assertLoadStates(page) {
+  const states = await recordedStates(page);
+  const where = (status) => states.filter((s) => s.status === status);
+  assert.ok(where('idle').length > 0 && where('loading').length > 0, JSON.stringify(states.map((s) => s.status)));
+  assert.ok(where('idle').every((s) => s.empty === 'Load a model, then type a message below.'), 'before Load');
+  for (const s of where('loading')) {
+    assert.equal(s.empty, 'The model is loading. Once it is ready, type a message below.');
+    assert.equal(s.promptDisabled && s.sendDisabled, true, 'the composer waits while loading');
+  }
+  const ready = states.at(-1);
+  assert.equal(ready.status, 'ready');
+  assert.equal(ready.empty, 'The model is ready. Type a message below.');
+  assert.equal(ready.promptDisabled, false);
+  // the runtime's row says it is ready while the load still runs (not only when it ends)
+  const whileLoading = where('loading').flatMap((s) => s.rows);
+  assert.ok(whileLoading.includes('runtime ready'), `runtime row: ${JSON.stringify([...new Set(whileLoading.filter((r) => r.startsWith('runtime')))])}`);
+  // a file being checked is marked checked once the loader moves on, while the load still runs
+  const checking = [...new Set(whileLoading.filter((r) => r.endsWith(' verify')).map((r) => r.slice(0, -' verify'.length)))];
+  assert.ok(checking.length > 0, 'this fresh profile downloaded and checked files');
+  for (const file of checking) assert.ok(whileLoading.includes(`${file} verified`), `${file} sat at "checking": ${JSON.stringify(whileLoading.filter((r) => r.startsWith(file)))}`);
+}
+
 /** The time-to-first-token line (web/src/chat/startup.ts): consecutive parts, each >= 0, summing
  * to no more than the total; the worker's stages (some run at once) each >= 0 and <= the total.
  * Sanity only: timings themselves are never asserted. */
@@ -120,9 +156,15 @@ async function assertStartupBreakdown(page) {
     const root = document.querySelector('[data-testid=ttft]');
     const read = (sel, key) => [...root.querySelectorAll(sel)].map((e) => [e.dataset[key], Number(e.dataset.ms), e.textContent]);
     return { hidden: root.hidden, total: Number(root.dataset.totalMs), parts: read('[data-testid=ttft-part]', 'part'),
-      stages: read('[data-testid=ttft-stage]', 'stage'), text: root.textContent };
+      stages: read('[data-testid=ttft-stage]', 'stage'), text: root.textContent, tag: root.localName, open: root.open };
   });
   assert.equal(shown.hidden, false, 'the time-to-first-token breakdown is shown after the first reply');
+  // only the total shows at first: the figures wait behind a closed disclosure
+  assert.deepEqual([shown.tag, shown.open], ['details', false]);
+  assert.match(await page.getByTestId('ttft-summary').textContent(), /^First token [\d.]+ m?s after opening the page$/);
+  assert.equal(await page.locator('[data-testid=ttft-part]').first().isVisible(), false);
+  await page.getByTestId('ttft-summary').click();
+  assert.equal(await page.locator('[data-testid=ttft-part]').first().isVisible(), true, 'the figures open with a click');
   assert.ok(shown.total > 0, shown.text);
   assert.deepEqual(shown.parts.map(([name]) => name), ['page', 'runtime', 'files', 'session', 'you', 'prefill', 'first token']);
   for (const [name, ms] of [...shown.parts, ...shown.stages]) {

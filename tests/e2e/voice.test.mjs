@@ -6,8 +6,10 @@
 // 2. barge-in: with a scripted microphone (the page's capture path unchanged), a second
 //    question spoken while the first reply plays stops the playback and the writing, and is
 //    answered itself;
-// 3. push to talk: speech without the button starts nothing; held, it is the question;
-// 4. offline: the same profile, the server stopped: the page, Pyodide and the four models
+// 3. Stop while the question is being transcribed: no page error, nothing of that question shows
+//    up later, and the next Start answers; the empty conversation's line follows the page;
+// 4. push to talk: speech without the button starts nothing; held, it is the question;
+// 5. offline: the same profile, the server stopped: the page, Pyodide and the four models
 //    come from the service worker and this device's storage, and a turn works again.
 // The questions are rendered at test time by `python -m onnxpipe tts` (the Piper voice).
 import assert from 'node:assert/strict';
@@ -16,6 +18,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { ROOT, launchPersistent, siteDir, startServer } from './lib/browser.mjs';
+import { recordStates, recordedStates } from './lib/page-states.mjs';
 import { TIMEOUTS } from './lib/timeouts.mjs';
 import {
   fakeMicWav, installScriptedMicrophone, normalizeText, openVoicePage, renderSpeech, say, startListening, turnsDone,
@@ -149,12 +152,81 @@ test('voice chat: speaking during the reply stops it and is answered (barge-in)'
   }
 });
 
+/** The empty conversation's lines (web/src/voice/conversation.ts promptFor). */
+const PROMPT = {
+  off: 'Press Start and ask something out loud.',
+  loading: 'Getting ready: the microphone, then the four models (downloaded once, then kept on this device)…',
+  listening: 'Listening: ask something out loud.',
+  pushToTalk: 'Hold the "Hold to talk" button (or the space bar on it) while you ask.',
+  hearing: 'Hearing you…',
+  transcribing: 'Working out what you said…',
+};
+
+/** ``expected`` appear in ``seen`` in this order (others may come between). */
+function assertInOrder(seen, expected, what) {
+  let at = 0;
+  for (const item of seen) if (item === expected[at]) at++;
+  assert.equal(at, expected.length, `${what}: expected ${JSON.stringify(expected)} in order, saw ${JSON.stringify(seen)}`);
+}
+
+test('voice chat: Stop while the question is transcribed leaves no error; Start again answers', { timeout: TEST_MS }, async (t) => {
+  if (missing.length) return t.skip(skipWhy);
+  if (!visit) return t.skip('needs the first test');
+  const page = await openVoicePage(visit.context, server.url, {
+    prepare: async (p) => {
+      await installScriptedMicrophone(p);
+      await recordStates(p, { loading: ['[data-testid=app]', 'data-loading'], empty: ['[data-testid=voice-empty]', 'text'] });
+    },
+  });
+  const errors = [];
+  page.on('pageerror', (error) => errors.push(error.message));
+  try {
+    await startListening(page, { timeout: LOAD_MS });
+    assert.equal(await page.getByTestId('voice-empty').textContent(), PROMPT.listening);
+    await say(page, wavs.question);
+    await waitVoice(page, "(s) => s.phase === 'transcribing'", { timeout: TURN_MS, what: 'transcribing' });
+    await page.getByTestId('voice-stop').click();
+    const stopped = await waitVoice(page, '(s) => !s.running && s.turns.length === 1', { timeout: 30_000 * SLOW, what: 'Stop' });
+    assert.equal(stopped.phase, 'off');
+    assert.equal(stopped.turns[0].finish, 'interrupted', JSON.stringify(stopped.turns[0]));
+    assert.equal(stopped.turns[0].transcript, '', 'Stop came after the transcript: this test did not stop a transcription');
+    // the stopped transcription still ends in the recogniser's worker: it must neither throw
+    // (the page errors reach here asynchronously: a moment's wait) nor show its question
+    await page.evaluate(() => window.__onnxpipeVoice.controller.settled());
+    await page.waitForTimeout(500);
+    assert.deepEqual(errors, [], 'page errors after the stopped transcription ended');
+    assert.equal(await page.getByTestId('voice-transcript').count(), 0, 'the stopped question showed up after all');
+    assert.equal(await page.getByTestId('voice-empty').textContent(), PROMPT.off);
+    assert.equal((await voiceState(page)).phase, 'off');
+
+    await startListening(page, { timeout: LOAD_MS });
+    await say(page, wavs.question);
+    const state = await turnsDone(page, 2, { timeout: TURN_MS });
+    checkAnsweredTurn(state.turns[1]);
+    assert.deepEqual(errors, [], 'page errors');
+    assert.equal(await page.getByTestId('voice-transcript').count(), 1, 'the stopped question showed up after all');
+    assert.equal(await page.getByTestId('voice-reply').count(), 1);
+
+    const states = await recordedStates(page);
+    const lines = states.map((s) => s.empty).filter((line, i, all) => line !== null && line !== all[i - 1]);
+    assertInOrder(lines, [PROMPT.off, PROMPT.loading, PROMPT.listening, PROMPT.hearing, PROMPT.transcribing, PROMPT.off, PROMPT.loading], 'empty conversation');
+    assert.ok(states.filter((s) => s.empty === PROMPT.loading).every((s) => s.loading === 'true'), 'the loading line only while loading');
+    console.log(`# stop while transcribing: no page error; then "${state.turns[1].transcript}" -> "${state.turns[1].reply}"`);
+    assert.deepEqual(visit.offsite, []);
+    await page.close();
+  } catch (error) {
+    console.error(visit.logs.slice(-40).join('\n'));
+    throw error;
+  }
+});
+
 test('voice chat: push to talk: what is said while the button is held is the question', { timeout: TEST_MS }, async (t) => {
   if (missing.length) return t.skip(skipWhy);
   if (!visit) return t.skip('needs the first test');
   const page = await openVoicePage(visit.context, server.url, { prepare: installScriptedMicrophone });
   try {
     await startListening(page, { mode: 'push-to-talk', timeout: LOAD_MS });
+    assert.equal(await page.getByTestId('voice-empty').textContent(), PROMPT.pushToTalk);
     // speech without the button is not a question in this mode (the VAD hears it, nothing starts)
     const ignoredS = await say(page, wavs.followUp);
     await page.waitForTimeout(ignoredS * 1000 + 1500);

@@ -66,6 +66,31 @@ async function expectIgnored(page, before_, intruders, countBefore, { rejectedAt
   for (const f of intruders) assert.deepEqual(await f.evaluate(() => window.__received), [], 'nothing was posted to the third origin');
 }
 
+/**
+ * For each element, whether its buttons were disabled the first time its status line started
+ * with ``prefix`` (polled every 20 ms; each element is caught on its own, as they load apart):
+ * {chat: {action: Send, stop}, speak: {action: Speak, stop}}.
+ */
+function controlsWhile(page, prefix) {
+  return page.evaluate(async ([want, ms]) => {
+    await Promise.all(['onnxpipe-chat', 'onnxpipe-speak'].map((tag) => customElements.whenDefined(tag)));
+    const seen = {};
+    const end = Date.now() + ms;
+    while (!(seen.chat && seen.speak)) {
+      if (Date.now() > end) throw new Error(`status "${want}…" not seen in ${ms} ms: ${JSON.stringify(seen)}`);
+      for (const [name, action] of [['chat', 'send'], ['speak', 'speak']]) {
+        const root = document.querySelector(`#${name}`).shadowRoot;
+        const part = (p) => root.querySelector(`[part~=${p}]`);
+        if (!seen[name] && (part('status')?.textContent ?? '').startsWith(want)) {
+          seen[name] = { action: part(action).disabled, stop: part('stop').disabled };
+        }
+      }
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    return seen;
+  }, [prefix, TIMEOUTS.load]);
+}
+
 test('a host page on a second origin embeds both elements; a third origin is ignored', { timeout: TIMEOUTS.file * 2 }, async () => {
   // under the site's CSP, as users get it: a third origin framed by the host page (not onnxpipe's,
   // no policy of ours) posts to every window it can reach; the widget frame's frame-src 'self'
@@ -79,10 +104,15 @@ test('a host page on a second origin embeds both elements; a third origin is ign
     await page.goto(server.hostUrl);
     assert.notEqual(new URL(server.hostUrl).origin, new URL(server.url).origin);
     await recordEvents(page);
+    // while a model loads, its button cannot act and does not look as if it could
+    const loading = await controlsWhile(page, 'Loading');
+    assert.deepEqual(loading, { chat: { action: true, stop: true }, speak: { action: true, stop: true } }, 'disabled while "Loading…"');
     const chat = await whenReady(page, '#chat', TIMEOUTS.load);
     const voice = await whenReady(page, '#speak', TIMEOUTS.load);
     assert.ok(chat.info, `chat not ready: ${JSON.stringify(chat.error)}\n${logs.join('\n')}`);
     assert.ok(voice.info, `speak not ready: ${JSON.stringify(voice.error)}`);
+    const ready = await controlsWhile(page, 'Ready');
+    assert.deepEqual(ready, { chat: { action: false, stop: true }, speak: { action: false, stop: true } }, 'Send and Speak enabled once ready');
     assert.equal(await page.evaluate(() => self.crossOriginIsolated), false);
     assert.equal(chat.info.crossOriginIsolated, false);
     assert.equal(chat.info.threads, 1, 'a host page that is not cross-origin isolated runs one thread');

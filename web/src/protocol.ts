@@ -131,7 +131,10 @@ export type Request =
 
 export type ErrorKind =
   | 'config' | 'bundle' | 'input' | 'engine' | 'quota' | 'network' | 'integrity' | 'text' | 'internal'
-  | 'stopped'; // the runtime worker died (client.ts restarts it and reloads the bundle)
+  | 'stopped' // the runtime worker died (client.ts restarts it and reloads the bundle)
+  // the user's side, which the user can fix: no microphone (none, busy, unplugged, a browser
+  // without the means), or access to it refused (web/src/audio/mic.ts)
+  | 'device' | 'permission';
 
 export interface SessionInfo {
   provider: string;
@@ -321,6 +324,8 @@ export interface StoredBundle {
 
 export type Event =
   | {
+      // a file's bytes (fetch, cache, verify: ``loaded`` of ``total``), the sessions opening
+      // (session), or the runtime starting (boot, file "runtime": ``loaded`` of ``total`` steps)
       type: 'progress';
       id: number;
       phase: 'boot' | 'fetch' | 'cache' | 'verify' | 'session';

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from ..config.load import LoadedConfig
 from ..config.schema import PipelineSpec
 from ..config.validate import may_be_missing
-from ..errors import ConfigError
+from ..errors import ConfigError, InputError
 from ..image import front as vision
 from ..loops import loop_for
 from ..search import beam, speculative
@@ -66,8 +66,26 @@ def session_files(config: LoadedConfig, backend, providers=None, variant=None) -
     return out
 
 
+# provider names a forced variant may give even where a bundle made no file for them (each
+# session then opens its "default" file); any other name must be a key of a session's file map
+PROVIDER_VARIANTS = frozenset({"cpu", "wasm", "webgpu"})
+
+
+def check_variant(config: LoadedConfig, variant: str | None, available: tuple[str, ...]) -> None:
+    """Refuse a variant name that is neither a provider nor one the bundle's file maps name."""
+    if variant is None or variant in PROVIDER_VARIANTS or variant in available:
+        return
+    named = sorted({key for s in config.spec.pipeline.sessions.values() if isinstance(s.file, dict)
+                    for key in s.file})
+    if variant not in named:
+        raise InputError(f'variant "{variant}": {config.file} names no such file variant; it names '
+                         f'{", ".join(named) if named else "one file per session"}')
+
+
 def open_sessions(config: LoadedConfig, backend, providers=None, variant=None) -> tuple[dict, list[str]]:
-    """Open every session on its provider; ``variant`` forces the files made for that provider."""
+    """Open every session on its provider; ``variant`` forces the files made for that provider
+    (or that name: a bundle may name other variants, e.g. "int4")."""
+    check_variant(config, variant, backend.providers)
     sessions, warnings = {}, []
     for name, s in config.spec.pipeline.sessions.items():
         wanted = tuple(providers) if providers else s.execution_provider

@@ -134,9 +134,12 @@ def gguf_to_hf(gguf_path: str, hf_dir: str) -> None:
         json.dump(config, f, indent=2)
 
 
-def run_genai_builder(hf_dir: str, onnx_dir: str, cache_dir: str, precision: str = PRECISION) -> None:
+def run_genai_builder(hf_dir: str, onnx_dir: str, cache_dir: str, precision: str = PRECISION,
+                      extra_options: list[str] | tuple[str, ...] = ()) -> None:
     cmd = [sys.executable, "-m", "onnxruntime_genai.models.builder", "-i", hf_dir, "-o", onnx_dir,
            "-p", precision, "-e", EXECUTION_PROVIDER, "-c", cache_dir]
+    if extra_options:
+        cmd += ["--extra_options", *extra_options]
     result = subprocess.run(cmd, cwd=os.path.dirname(cache_dir), capture_output=True, text=True)
     if result.returncode != 0:
         sys.stderr.write(result.stdout[-4000:] + result.stderr[-4000:])

@@ -7,7 +7,7 @@ from typing import Iterator
 from ..errors import InputError
 from ..loops import Timing
 from ..text.chat_template import ChatTemplateError
-from .text_generation import GenerationResult, StreamEvent, _check_unicode
+from .text_generation import DEFAULT_MAX_NEW_TOKENS, GenerationResult, StreamEvent, _check_unicode
 
 
 class Conversation:
@@ -42,7 +42,7 @@ class Conversation:
     def _prepare(self, messages, max_new_tokens, search):
         self.loaded.require_loop(True, "run(inputs=...); generate() and chat() need a token loop")
         ids = self.prompt_ids(messages)
-        opts = self.loaded.options(search, max_new_tokens)
+        opts = self.loaded.options(search, max_new_tokens, DEFAULT_MAX_NEW_TOKENS)
         self.generation.check_length(len(ids), opts)
         return ids, opts
 

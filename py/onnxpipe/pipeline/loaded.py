@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from ..engine import controls as control_values
 from ..engine.build import assemble, structure
 from ..errors import ConfigError, InputError
@@ -151,12 +153,18 @@ class LoadedPipeline:
 
     # ---- per call ------------------------------------------------------------------------------
 
-    def options(self, search: dict | None = None, max_new_tokens=None):
-        """Search options: the bundle's defaults with ``search`` (and ``max_new_tokens``) over them."""
+    def options(self, search: dict | None = None, max_new_tokens=None, reply_tokens=None):
+        """Search options: the bundle's defaults with ``search`` (and ``max_new_tokens``) over them.
+
+        ``reply_tokens``: the new-token budget when the call names neither ``max_new_tokens`` nor
+        ``max_length`` (a bundle's max_length is its context, far longer than a reply)."""
         search = dict(search or {})
         if max_new_tokens is not None:
             search["max_new_tokens"] = max_new_tokens
-        return search_options.resolve(self.defaults, search)
+        opts = search_options.resolve(self.defaults, search)
+        if reply_tokens is not None and opts.max_new_tokens is None and "max_length" not in search:
+            opts = dataclasses.replace(opts, max_new_tokens=reply_tokens)
+        return opts
 
     def sampler(self, options) -> Sampler:
         """A sampler for ``options`` on the engine and provider that make the logits."""

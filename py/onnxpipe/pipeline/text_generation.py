@@ -15,6 +15,10 @@ from ..loops import Timing
 from ..search.detokenize import IncrementalDetokenizer
 from ..search.stopping import StopStrings, stop_ids
 
+# A reply's new-token budget when a call names neither max_new_tokens nor max_length: the
+# browser pages' default too. A bundle's max_length is its context (8,192 for SmolLM2), and a
+# model that misses its end-of-turn token would otherwise write until the context is full.
+DEFAULT_MAX_NEW_TOKENS = 256
 
 @dataclass
 class StreamEvent:
@@ -113,7 +117,7 @@ class TextGeneration:
         """(prompt ids, options, the images' pipeline inputs)."""
         self.loaded.require_loop(True, "run(inputs=...); generate() and chat() need a token loop")
         ids, pictures = self.loaded.with_images(self.prompt_ids(prompt, input_ids), images)
-        opts = self.loaded.options(search, max_new_tokens)
+        opts = self.loaded.options(search, max_new_tokens, DEFAULT_MAX_NEW_TOKENS)
         self.check_length(len(ids), opts)
         return ids, opts, pictures
 

@@ -185,7 +185,8 @@ export async function installScriptedMicrophone(page) {
         return buffer.duration;
       },
     };
-    navigator.mediaDevices.getUserMedia = async () => (await open()).stream;
+    // a clone per call, as a real device gives: the page's Stop ends its tracks, not the test's
+    navigator.mediaDevices.getUserMedia = async () => (await open()).stream.clone();
   });
 }
 

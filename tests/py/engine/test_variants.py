@@ -10,8 +10,10 @@ import sys
 from pathlib import Path
 
 import onnx_builders as ob
+import pytest
 
 import onnxpipe
+from onnxpipe.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -60,3 +62,25 @@ def test_each_variant_names_only_its_own_data_files(tmp_path):
     loaded = load_config(folder)
     assert session_files(loaded, Engine()) == ["wasm.onnx", "wasm.data"]
     assert session_files(loaded, Engine(), variant="cpu") == ["cpu.onnx", "cpu.data"]
+
+
+def test_a_named_variant_beside_the_providers(tmp_path):
+    # a bundle may name a variant that is no provider (SmolLM2's "int4": the file onnxruntime-genai
+    # opens); only a forced variant opens it
+    folder = bundle(tmp_path)
+    config = json.loads((folder / "pipeline.json").read_text())
+    config["pipeline"]["sessions"]["decoder"]["file"] = {"cpu": "cpu.onnx", "int4": "wasm.onnx"}
+    (folder / "pipeline.json").write_text(json.dumps(config))
+    assert onnxpipe.load(folder).generate(input_ids=[10], max_new_tokens=3).tokens == [11, 12, 13]
+    assert onnxpipe.load(folder, variant="int4").generate(input_ids=[10], max_new_tokens=3).tokens == [11, 0, 1]
+
+
+def test_an_unknown_variant_is_refused_with_the_names_there_are(tmp_path):
+    folder = bundle(tmp_path)
+    with pytest.raises(InputError, match=r'variant "int5": .*pipeline.json names no such file variant; '
+                                         r'it names cpu, wasm'):
+        onnxpipe.load(folder, variant="int5")
+    out = subprocess.run([sys.executable, "-m", "onnxpipe", "run", str(folder), "--input-ids", "10",
+                          "--variant", "int5"], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(ROOT / "py")})
+    assert out.returncode == 3 and 'variant "int5"' in out.stderr

@@ -1,8 +1,9 @@
 """export/kokoro_variant.py on Kokoro's int8 file (public/models/kokoro-82m, `make models`):
 
 - the int8 recipe (the bundle's kokoro.wasm.onnx) has no ConvInteger left and, with onnxruntime's
-  graph optimizations off, makes exactly the int8 file's samples (the same integer sums); with
-  them on (how it runs) it is as close to the int8 file as rounding allows, and intelligible;
+  graph optimizations off, makes exactly the int8 file's samples (the same integer sums) where
+  onnxruntime sums uint8 x int8 exactly (not on AVX2 CPUs without VNNI: u8s8_sums_are_exact);
+  with them on (how it runs) it is as close to the int8 file as rounding allows, and intelligible;
 - the float recipes (weights dequantized, computed in fp32; stored fp32, or fp16 behind a Cast)
   keep no integer op, sound like the int8 file and are intelligible.
 
@@ -26,6 +27,7 @@ import pytest
 
 from onnxpipe.export.kokoro_variant import make_variant
 from tests.fixtures import whisper_asr
+from tests.onnxruntime_facts import u8s8_sums_are_exact
 from tests.py.models.test_piper_intelligible import MAX_WER, needs_asr, wer
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -33,6 +35,11 @@ BUNDLE = ROOT / "public" / "models" / "kokoro-82m"
 TEXT = "The quick brown fox jumps over the lazy dog near the river bank"
 INTEGER_OPS = {"MatMulInteger", "ConvInteger", "DynamicQuantizeLSTM", "DynamicQuantizeLinear"}
 RECIPES = ("fp32", "fp16", "int8")
+# the int8 recipe vs the int8 file: 2.0 dB (optimized) where onnxruntime sums uint8 x int8
+# exactly; 2.9 dB on an AVX2 CPU without VNNI, whose saturating sums (u8s8_sums_are_exact) the
+# recipe's MatMulInteger meets and the file's ConvInteger does not: there, no further from the file
+# than the file is from fp32 (3.2 dB), and intelligible (test_variants_are_intelligible)
+RECIPE_VS_FILE_DB = {"exact sums": 2.5, "saturating sums": 3.2}
 
 
 def log_power(audio, n: int = 1024, hop: int = 256):
@@ -107,7 +114,11 @@ def test_float_recipes_keep_no_integer_op(audio):
 def test_int8_recipe_makes_exactly_the_int8_files_samples(audio):
     ops = audio["int8 ops"]
     assert "ConvInteger" not in ops and {"MatMulInteger", "DynamicQuantizeLSTM"} <= ops
-    np.testing.assert_array_equal(audio["int8 plain"], audio["file plain"])
+    if u8s8_sums_are_exact():   # the same integer sums, so the same samples
+        np.testing.assert_array_equal(audio["int8 plain"], audio["file plain"])
+    else:   # saturated sums are another computation: as close as the optimized run must be
+        plain = spectral_distance(audio["int8 plain"], audio["file plain"])
+        assert plain <= RECIPE_VS_FILE_DB["saturating sums"], plain
 
 
 def test_variants_sound_like_the_int8_file(audio):
@@ -116,7 +127,8 @@ def test_variants_sound_like_the_int8_file(audio):
     recipe_vs_file = spectral_distance(audio["int8"], audio["file"])
     assert fp16_vs_fp32 <= 2.5 and fp16_vs_fp32 < file_vs_fp32, (fp16_vs_fp32, file_vs_fp32)
     assert file_vs_fp32 <= 5.0, file_vs_fp32
-    assert recipe_vs_file <= 2.5, recipe_vs_file
+    bound = RECIPE_VS_FILE_DB["exact sums" if u8s8_sums_are_exact() else "saturating sums"]
+    assert recipe_vs_file <= bound, recipe_vs_file
     for name in RECIPES:
         assert abs(audio[name].size / audio["file"].size - 1) < 0.03, name
     noise = np.random.default_rng(0).normal(0, audio["fp32"].std(), audio["fp32"].size)

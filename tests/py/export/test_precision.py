@@ -22,6 +22,7 @@ from onnx import numpy_helper
 from onnxpipe.export import precision
 from tests.agreement import assert_greedy_agrees, margins
 from tests.fixtures.precision_variants import FP16_LOGITS, ort_greedy
+from tests.onnxruntime_facts import u8s8_sums_are_exact
 
 STEPS = 64
 # Logit tolerances (fixture logits span about +-5); fp16 vs fp32 is FP16_LOGITS (0.022 measured).
@@ -29,8 +30,9 @@ STEPS = 64
 Q4_LOGITS = 1e-3
 # q4f16: fp16 activations on top of the 4-bit weights: measured 0.017.
 Q4F16_LOGITS = 0.05
-# q8 also quantizes activations (uint8, per tensor, per call): measured 0.24.
-Q8_LOGITS = 0.5
+# q8 also quantizes activations (uint8, per tensor, per call): measured 0.24; 1.10 where
+# onnxruntime's uint8 x int8 sums saturate (tests/onnxruntime_facts.py: AVX2 without VNNI).
+Q8_LOGITS = 0.5 if u8s8_sums_are_exact() else 1.5
 
 
 @pytest.fixture(scope="module")

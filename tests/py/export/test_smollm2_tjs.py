@@ -13,6 +13,7 @@ from onnxpipe.config.load import load_config
 from onnxpipe.errors import BundleError
 from onnxpipe.export import smollm2, smollm2_tjs
 from tests.agreement import LogitsProbe, assert_greedy_agrees, margins, max_logit_difference
+from tests.onnxruntime_facts import u8s8_sums_are_exact
 
 ROOT = Path(__file__).resolve().parents[3]
 FOLDER = ROOT / smollm2_tjs.DEFAULT_OUT
@@ -44,7 +45,8 @@ def test_each_dtype_loads_and_answers_like_a_bare_onnxruntime_loop(dtype):
     assert session.file_for("cpu") == smollm2_tjs.model_file(dtype)
     ids = pipe.chat_prompt_ids(QUESTION)
     result = pipe.chat(QUESTION, max_new_tokens=NEW_TOKENS, do_sample=False)
-    assert "Paris" in result.text, result.text
+    if dtype != "q8" or u8s8_sums_are_exact():   # saturated q8 sums answer in broken French
+        assert "Paris" in result.text, result.text
     want, want_margins = smollm2_tjs.greedy_run(str(FOLDER / smollm2_tjs.model_file(dtype)), ids, NEW_TOKENS)
     agreed = assert_greedy_agrees(result.tokens, want, want_margins, SAME_ENGINE, f"{dtype}: onnxpipe vs bare loop")
     assert agreed.agreed >= min(len(result.tokens), 8), f"{dtype}: split at {agreed.split}"

@@ -49,12 +49,15 @@ def test_variant_files_exist_and_are_in_the_manifest():
 def test_pipeline_json_maps_providers_to_variants():
     with open(os.path.join(BUNDLE, "pipeline.json"), encoding="utf-8") as f:
         decoder = json.load(f)["pipeline"]["sessions"]["decoder"]
-    assert decoder["file"]["cpu"] == "model.onnx"
-    assert decoder["file"]["wasm"] == VARIANT
+    # the faithful file on every provider (bench/native_variants.py: the builder's int4 file agrees
+    # with fp32 on no chat prompt); the int4 file is the one onnxruntime-genai opens
+    for provider in ("cpu", "wasm", "webgpu", "default"):
+        assert decoder["file"][provider] == VARIANT
+        assert decoder["external_data"][provider] == [VARIANT + ".data"]
+    assert decoder["file"]["int4"] == "model.onnx"
+    assert decoder["external_data"]["int4"] == ["model.onnx.data"]
     for name in set(decoder["file"].values()):
         assert os.path.isfile(os.path.join(BUNDLE, name)), name
-    assert decoder["external_data"]["cpu"] == ["model.onnx.data"]
-    assert decoder["external_data"]["wasm"] == [VARIANT + ".data"]
 
 
 def test_variant_io_matches_the_cpu_model():

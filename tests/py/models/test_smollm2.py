@@ -38,7 +38,8 @@ pytestmark = pytest.mark.skipif(not (BUNDLE / "model.onnx").exists(),
 
 @pytest.fixture(scope="module")
 def pipe():
-    return onnxpipe.load(BUNDLE)
+    """The int4 file, the one onnxruntime-genai opens (natively onnxpipe opens model.wasm.onnx)."""
+    return onnxpipe.load(BUNDLE, variant="int4")
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +66,7 @@ def genai(pipe):
 def test_answers_the_capital_of_france_like_onnxruntime_genai(pipe, genai):
     want, genai_logits = genai
     probe = LogitsProbe()
-    ours = onnxpipe.load(BUNDLE, backend=probe)
+    ours = onnxpipe.load(BUNDLE, backend=probe, variant="int4")
     result = ours.chat(QUESTION, max_new_tokens=GENAI_NEW_TOKENS, do_sample=False)
     assert "Paris" in result.text
     assert len(want) == GENAI_NEW_TOKENS and result.finish_reason == "length"
@@ -98,7 +99,7 @@ def _two_turns(variant=None):
 
 
 def test_multi_turn_chat_appends_to_the_state():
-    pipe, held, messages, full, second, continued = _two_turns()
+    pipe, held, messages, full, second, continued = _two_turns("int4")
     # the second turn ran only what the state had not seen: the first turn's prompt and reply
     assert second.prompt_tokens == len(full)
     assert second.cached_tokens >= held - 1 > 30
@@ -106,13 +107,13 @@ def test_multi_turn_chat_appends_to_the_state():
     assert "Rome" in second.text
     # the same next-token distributions as a fresh prefill of the conversation, step by step
     # (teacher-forced on the continued run's own tokens), within the int4 kernels' tolerance
-    fresh = teacher_forced_logits(BUNDLE, full, second.tokens)
+    fresh = teacher_forced_logits(BUNDLE, full, second.tokens, variant="int4")
     assert max_logit_difference(continued, fresh, top=10) <= INT4_KERNELS
     # ...and the tolerance tells a wrong state apart: one that lost the first turn is far off
-    lost = teacher_forced_logits(BUNDLE, pipe.chat_prompt_ids(messages[2:]), second.tokens)
+    lost = teacher_forced_logits(BUNDLE, pipe.chat_prompt_ids(messages[2:]), second.tokens, variant="int4")
     assert max_logit_difference(continued, lost, top=10) > 3 * INT4_KERNELS
     # a fresh greedy chat follows the continued one up to a near tie
-    again = onnxpipe.load(BUNDLE).chat(messages, max_new_tokens=24)
+    again = onnxpipe.load(BUNDLE, variant="int4").chat(messages, max_new_tokens=24)
     assert again.cached_tokens == 0
     assert_greedy_agrees(again.tokens, second.tokens, margins(fresh), INT4_KERNELS, "fresh vs continued")
 
@@ -128,17 +129,18 @@ def test_multi_turn_chat_on_fp32_kernels_matches_a_fresh_prefill_closely():
     assert_greedy_agrees(again.tokens, second.tokens, margins(fresh), FP32_KERNELS, "fresh vs continued")
 
 
-def test_cli_run_json_shape(pipe):
+def test_cli_run_json_shape():
     out = subprocess.run([sys.executable, "-m", "onnxpipe", "run", str(BUNDLE), "--chat",
                           "What is the capital of France?", "--max-new-tokens", "12", "--greedy",
                           "--json"], capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONPATH": str(ROOT / "py")})
     result = json.loads(out.stdout)
     assert set(result) >= {"tokens", "text", "finish_reason", "prefill_ms", "decode_tokens_per_s"}
-    # the CLI is the library on the same file, engine, shapes and thread count: exact
-    ids = pipe.chat_prompt_ids(QUESTION)
-    assert result["tokens"] == pipe.generate(input_ids=ids, max_new_tokens=12, do_sample=False).tokens
-    assert result["finish_reason"] == "length"
+    # the CLI is the library on the same file (the bundle's default), engine, shapes and thread
+    # count: exact
+    library = onnxpipe.load(BUNDLE)
+    want = library.generate(input_ids=library.chat_prompt_ids(QUESTION), max_new_tokens=12, do_sample=False)
+    assert result["tokens"] == want.tokens and result["finish_reason"] == want.finish_reason
     assert result["prefill_ms"] > 0 and result["decode_tokens_per_s"] > 0
 
 

@@ -1,4 +1,6 @@
 // Which model bundles the page offers: /models/index.json when served, else the default one.
+// The service worker keeps the last copy the server sent (tools/pwa.ts), so an offline page
+// still names its models.
 
 export interface BundleEntry {
   name: string;
@@ -34,7 +36,7 @@ function entry(raw: unknown): BundleEntry | null {
 export async function listBundles(kind?: 'text' | 'speech'): Promise<BundleEntry[]> {
   const fallback = [entry(DEFAULT_BUNDLE) as BundleEntry];
   try {
-    const response = await fetch(new URL('models/index.json', document.baseURI), { cache: 'no-cache' });
+    const response = await indexResponse(new URL('models/index.json', document.baseURI));
     if (!response.ok) return fallback;
     const data: unknown = JSON.parse(await response.text());
     const items = Array.isArray(data) ? data : (data as { bundles?: unknown } | null)?.bundles;
@@ -45,4 +47,20 @@ export async function listBundles(kind?: 'text' | 'speech'): Promise<BundleEntry
   } catch {
     return fallback;
   }
+}
+
+/** index.json from the server (through the service worker, which answers with its kept copy
+ * when the server does not). While the browser knows it is offline, the kept copy is read
+ * straight from the cache: a request that can only fail is not made (nor logged). */
+async function indexResponse(url: URL): Promise<Response> {
+  if (!navigator.onLine) {
+    const kept = await self.caches?.match(url.href).catch(() => undefined);
+    if (kept) return kept;
+  }
+  return fetch(url, { cache: 'no-cache' });
+}
+
+/** ``bundle`` as index.json lists it (its label, url and kind win), or as given when not listed. */
+export function asListed(bundle: BundleEntry, listed: BundleEntry[]): BundleEntry {
+  return listed.find((b) => b.name === bundle.name) ?? bundle;
 }

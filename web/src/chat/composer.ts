@@ -8,7 +8,16 @@ export interface ComposerActions {
   newChat: () => void;
 }
 
-export type ComposerMode = 'disabled' | 'ready' | 'generating' | 'stopping';
+/** disabled: no model; loading: one is on its way (typing waits for it too). */
+export type ComposerMode = 'disabled' | 'loading' | 'ready' | 'generating' | 'stopping';
+
+const PLACEHOLDER: Record<ComposerMode, string> = {
+  disabled: 'Load a model first',
+  loading: 'The model is loading…',
+  ready: 'Type a message…',
+  generating: 'Type a message…',
+  stopping: 'Type a message…',
+};
 
 export class Composer {
   readonly root: HTMLFormElement;
@@ -63,8 +72,8 @@ export class Composer {
   /** Typing stays possible while generating; only sending waits. */
   setMode(mode: ComposerMode): void {
     this.mode = mode;
-    this.input.disabled = mode === 'disabled';
-    this.input.placeholder = mode === 'disabled' ? 'Load a model first' : 'Type a message…';
+    this.input.disabled = mode === 'disabled' || mode === 'loading';
+    this.input.placeholder = PLACEHOLDER[mode];
     this.sendButton.disabled = mode !== 'ready';
     this.stopButton.disabled = mode !== 'generating';
     this.root.dataset.mode = mode;

@@ -166,7 +166,8 @@ export class ChatController {
     const loaded = this.state.loaded !== null;
     this.view.loader.setBusy(status === 'loading' || this.busy, loaded);
     this.view.composer.setMode(
-      status === 'generating' || status === 'stopping' ? status : status === 'ready' ? 'ready' : 'disabled');
+      status === 'generating' || status === 'stopping' || status === 'ready' || status === 'loading' ? status : 'disabled');
+    this.view.messages.prompt(emptyText(status, loaded));
   }
 
   private get busy(): boolean {
@@ -180,4 +181,10 @@ export class ChatController {
     this.view.messages.clear();
     this.view.stats.clear();
   }
+}
+
+/** What the empty conversation says: the next thing to do. */
+function emptyText(status: Status, loaded: boolean): string {
+  if (status === 'loading') return 'The model is loading. Once it is ready, type a message below.';
+  return loaded ? 'The model is ready. Type a message below.' : 'Load a model, then type a message below.';
 }

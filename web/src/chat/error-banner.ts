@@ -1,7 +1,8 @@
-// Errors from the runtime, shown in the page (kind + message) until dismissed or replaced.
+// Errors shown in the page until dismissed or replaced: the runtime's with what failed and its
+// kind; the user's own (no microphone, access refused) as the plain sentence they are.
 
 import { el } from './dom';
-import type { ShownError } from './format';
+import { isUserSide, type ShownError } from './format';
 
 export class ErrorBanner {
   readonly root: HTMLElement;
@@ -16,7 +17,7 @@ export class ErrorBanner {
 
   show(error: ShownError, context: string): void {
     this.root.dataset.kind = error.kind;
-    this.text.textContent = `${context} (${error.kind}): ${error.message}`;
+    this.text.textContent = isUserSide(error) ? error.message : `${context} (${error.kind}): ${error.message}`;
     this.root.hidden = false;
   }
 

@@ -29,6 +29,14 @@ export interface ShownError {
   message: string;
 }
 
+/** Kinds the user can fix on their side (web/src/protocol.ts ErrorKind): their message is a
+ * whole plain sentence, shown without a technical label. */
+const USER_SIDE = new Set(['device', 'permission']);
+
+export function isUserSide(error: ShownError): boolean {
+  return USER_SIDE.has(error.kind);
+}
+
 /** Any thrown value as {kind, message}; RuntimeError keeps the worker's kind. */
 export function describeError(error: unknown): ShownError {
   if (error instanceof RuntimeError) return { kind: error.kind, message: error.message };

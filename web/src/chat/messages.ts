@@ -55,10 +55,15 @@ export class MessageList {
   private readonly empty: HTMLElement;
 
   constructor() {
-    this.empty = el('p', { class: 'messages-empty', text: 'Load a model, then type a message below.' });
+    this.empty = el('p', { class: 'messages-empty', 'data-testid': 'messages-empty', text: 'Load a model, then type a message below.' });
     this.root = el('section', {
       class: 'messages', 'data-testid': 'messages', 'aria-label': 'Conversation', tabindex: 0,
     }, this.empty);
+  }
+
+  /** Change what the empty conversation says (shown until the first message). */
+  prompt(text: string): void {
+    this.empty.textContent = text;
   }
 
   add(role: Role, text: string, streaming = false): Bubble {

@@ -1,7 +1,8 @@
 // Time to first token, broken down: from opening the page (or pressing Load again) to the first
 // token of the first reply. The worker's stages (LoadedInfo.startup) run partly at once, so the
 // line splits the timeline into parts that follow each other (they add up to the total), and
-// names the parallel stages under "runtime" with their own durations.
+// names the parallel stages under "runtime" with their own durations. Only the total shows;
+// the figures wait behind a disclosure (most readers never need them).
 
 import type { LoadedInfo, StartupStage } from '../protocol';
 import { el } from './dom';
@@ -57,7 +58,9 @@ const STAGE_LABEL: Record<StartupStage['name'], string> = {
 };
 
 export class StartupLine {
-  readonly root: HTMLElement;
+  readonly root: HTMLDetailsElement;
+  private readonly summary: HTMLElement;
+  private readonly body: HTMLElement;
   private origin = 0;   // the page opened at 0 on its own clock
   private loadAt = 0;
   private pending: Omit<Marks, 'sentAt' | 'firstTokenAt' | 'prefillMs'> | null = null;
@@ -65,7 +68,9 @@ export class StartupLine {
   private firstTokenAt = 0;
 
   constructor() {
-    this.root = el('p', { class: 'startup', 'data-testid': 'ttft', hidden: true });
+    this.summary = el('summary', { 'data-testid': 'ttft-summary' });
+    this.body = el('p', { class: 'startup-body' });
+    this.root = el('details', { class: 'startup', 'data-testid': 'ttft', hidden: true }, this.summary, this.body);
   }
 
   /** A load is starting: the page's first load counts from the page opening, later ones from now. */
@@ -105,9 +110,9 @@ export class StartupLine {
     const sep = (list: HTMLElement[]) => list.flatMap((node, i) => (i ? [' · ', node] : [node]));
     this.root.dataset.totalMs = b.total.toFixed(1);
     this.root.dataset.pythonSnapshot = snapshot;
-    this.root.replaceChildren(
-      el('strong', { text: `First token ${formatMs(b.total)} after ${this.origin === 0 ? 'opening the page' : 'pressing Load'}` }),
-      ': ', ...sep(b.parts.map(part)),
+    this.summary.textContent = `First token ${formatMs(b.total)} after ${this.origin === 0 ? 'opening the page' : 'pressing Load'}`;
+    this.body.replaceChildren(
+      el('span', { class: 'startup-parts', text: 'one after another: ' }), ...sep(b.parts.map(part)),
       el('br'),
       el('span', { class: 'startup-stages', text: 'each stage (some run at once): ' }), ...sep(b.stages.map(stage)),
       ` · Python ${snapshot === 'restored' ? 'from this device\'s snapshot' : snapshot === 'made' ? 'started (snapshot kept for next time)' : 'started'}`);

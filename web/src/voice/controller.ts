@@ -7,8 +7,9 @@ import type { BundleEntry } from '../chat/bundles';
 import type { ErrorBanner } from '../chat/error-banner';
 import { describeError } from '../chat/format';
 import { CAPTURE_RATE } from '../audio/capture-protocol';
-import { Microphone } from '../audio/mic';
-import type { Conversation, ReplyView } from './conversation';
+import { Microphone, MicError } from '../audio/mic';
+import { checkMicrophone } from '../audio/mic-check';
+import { promptFor, type Conversation, type ReplyView } from './conversation';
 import type { VoiceControls } from './controls';
 import { TurnTimeline } from './latency';
 import { LatencyView } from './latency-view';
@@ -54,6 +55,11 @@ class Lane {
     this.tail = next.catch(() => undefined);
     return next;
   }
+
+  /** Resolves once the calls given so far have ended (their callers heard of it first). */
+  async idle(): Promise<void> {
+    await this.tail;
+  }
 }
 
 export class VoiceController {
@@ -78,10 +84,15 @@ export class VoiceController {
     this.vad = new VadLink(slots.vad.client);
     this.speech = new SpeechQueue(slots.voice.client, this.player);
     this.mic.onLevel = (rms) => view.meter.update(rms);
+    this.mic.onLost = (error) => {
+      this.fail('microphone', error, error.advice('press Start'));
+      void this.stop();
+    };
     this.turnMachine.onChange = (phase) => {
       this.state.phase = phase;
       view.root.dataset.phase = phase;
       view.status.set(phase, PHASE_TEXT[phase]);
+      this.showPrompt();
     };
     this.player.onChange = (playing) => {
       this.state.playing = playing;
@@ -99,7 +110,8 @@ export class VoiceController {
     this.speech.onError = (error) => this.fail('speak', error);
   }
 
-  /** Start: load what is missing, open the microphone, listen. Called from the click. */
+  /** Start: check the microphone, load what is missing, open the microphone, listen. Called
+   * from the click. */
   async start(): Promise<void> {
     if (this.state.running || this.state.loading) return;
     this.player.prepare(); // inside the click: browsers only let a gesture start audio
@@ -109,6 +121,11 @@ export class VoiceController {
     try {
       const voice = this.view.controls.voiceBundle;
       if (!voice) throw new Error('no voice bundle to load');
+      // nothing is downloaded (hundreds of MB) for a page that cannot hear
+      this.view.status.say('Checking the microphone…');
+      const problem = await checkMicrophone();
+      if (problem) throw problem;
+      this.view.status.say('Loading the models…');
       await this.view.models.loadAll(voice.url);
       this.voiceBundle = voice;
       this.syncVoices();
@@ -127,8 +144,10 @@ export class VoiceController {
       this.turnMachine.to('listening');
     } catch (error) {
       this.mic.stop();
-      if (error instanceof ModelLoadError) this.fail('load', error, error.shown);
+      if (error instanceof MicError) this.fail('microphone', error, error.advice('press Start'));
+      else if (error instanceof ModelLoadError) this.fail('load', error, error.shown);
       else this.fail('start', error);
+      this.view.status.say(`Not started: ${notStartedBecause(error)}.`);
     } finally {
       this.setLoading(false);
     }
@@ -144,6 +163,12 @@ export class VoiceController {
     this.state.running = false;
     this.turnMachine.to('off');
     this.setLoading(false);
+  }
+
+  /** Resolves once the recogniser and the chat model have ended what they were given: after
+   * Stop, a stopped turn's transcription or reply still ends in its worker (tests wait on it). */
+  async settled(): Promise<void> {
+    await Promise.all([this.asrLane.idle(), this.llmLane.idle()]);
   }
 
   /** Push to talk: the button went down. */
@@ -168,6 +193,11 @@ export class VoiceController {
     } catch (error) {
       this.fail('listen', error);
     }
+  }
+
+  /** Hands-free or push to talk was picked: the empty conversation says how to ask. */
+  modeChanged(): void {
+    this.showPrompt();
   }
 
   /** The voice picker changed: the next Start (or now, if running) loads that voice. */
@@ -348,10 +378,25 @@ export class VoiceController {
     this.state.loading = loading;
     this.view.root.dataset.loading = String(loading);
     this.view.controls.setRunning(this.state.running, loading);
+    this.showPrompt();
+  }
+
+  /** The empty conversation's line follows the page: what to do now to ask something. */
+  private showPrompt(): void {
+    const failed = this.state.lastError !== null && !this.state.running;
+    this.view.conversation.prompt(promptFor(this.turnMachine.phase, this.view.controls.mode, this.state.loading, failed));
   }
 
   private fail(during: string, error: unknown, shown = describeError(error)): void {
     this.state.lastError = { ...shown, during };
     this.view.error.show(shown, `Voice chat (${during}) failed`);
+    this.showPrompt();
   }
+}
+
+/** Why Start did not get to listening, in a few words for the status line. */
+function notStartedBecause(error: unknown): string {
+  if (error instanceof MicError) return error.problem;
+  if (error instanceof ModelLoadError) return `a model did not load (${error.label.toLowerCase()})`;
+  return 'see the message above';
 }

@@ -13,6 +13,7 @@ export interface ControlActions {
   talkDown: () => void;
   talkUp: () => void;
   voiceChanged: () => void;
+  modeChanged: () => void;
 }
 
 export class VoiceControls {
@@ -65,7 +66,12 @@ export class VoiceControls {
     // the space bar works the talk button from the keyboard
     this.talkButton.addEventListener('keydown', (e) => { if (e.key === ' ' && !e.repeat) down(e); });
     this.talkButton.addEventListener('keyup', (e) => { if (e.key === ' ') up(); });
-    for (const radio of [this.handsFree, ptt]) radio.addEventListener('change', () => this.syncMode());
+    for (const radio of [this.handsFree, ptt]) {
+      radio.addEventListener('change', () => {
+        this.syncMode();
+        actions.modeChanged();
+      });
+    }
     this.bundleSelect.addEventListener('change', actions.voiceChanged);
     this.voiceSelect.addEventListener('change', actions.voiceChanged);
 

@@ -2,6 +2,25 @@
 // reply the turn's latency line. Text is always set as textContent (never HTML).
 
 import { el } from '../chat/dom';
+import type { Mode } from './controls';
+import type { Phase } from './turn';
+
+/** What the empty conversation says: what to do now to ask something. */
+export function promptFor(phase: Phase, mode: Mode, loading: boolean, failed: boolean): string {
+  if (loading) return 'Getting ready: the microphone, then the four models (downloaded once, then kept on this device)…';
+  switch (phase) {
+    case 'off':
+      return failed ? 'Press Start again once the problem above is fixed.' : 'Press Start and ask something out loud.';
+    case 'listening':
+      return mode === 'hands-free'
+        ? 'Listening: ask something out loud.'
+        : 'Hold the "Hold to talk" button (or the space bar on it) while you ask.';
+    case 'hearing':
+      return 'Hearing you…';
+    default:
+      return 'Working out what you said…';
+  }
+}
 
 export class ReplyView {
   readonly root: HTMLElement;
@@ -37,8 +56,13 @@ export class Conversation {
   private readonly empty: HTMLElement;
 
   constructor() {
-    this.empty = el('p', { class: 'messages-empty', text: 'Press Start and ask something out loud.' });
+    this.empty = el('p', { class: 'messages-empty', 'data-testid': 'voice-empty', text: promptFor('off', 'hands-free', false, false) });
     this.root = el('section', { class: 'messages voice-messages', 'data-testid': 'voice-conversation', 'aria-label': 'Conversation', tabindex: 0 }, this.empty);
+  }
+
+  /** Change the empty conversation's line (it goes with the first transcript). */
+  prompt(text: string): void {
+    this.empty.textContent = text;
   }
 
   /** What the user said (the transcript). */

@@ -5,7 +5,7 @@ import '../styles.css';
 import './voice.css';
 import { enableOffline } from '../offline';
 import { mountBuildFooter } from '../app/build-info';
-import { listBundles, bundleUrl, type BundleEntry } from '../chat/bundles';
+import { asListed, listBundles, bundleUrl, type BundleEntry } from '../chat/bundles';
 import { el } from '../chat/dom';
 import { ErrorBanner } from '../chat/error-banner';
 import { describeError } from '../chat/format';
@@ -29,10 +29,11 @@ declare global {
 /** Kokoro's bundle sits next to the Piper voice in the picker even when index.json omits it. */
 const KOKORO = 'kokoro-82m';
 
+/** The voices, labelled as index.json labels them (the names below only when it does not list them). */
 async function voiceBundles(): Promise<BundleEntry[]> {
-  const piper: BundleEntry = { name: DEFAULT_BUNDLES.voice, label: 'Piper en-US joe', url: bundleUrl(DEFAULT_BUNDLES.voice) };
-  const kokoro: BundleEntry = { name: KOKORO, label: 'Kokoro-82M', url: bundleUrl(KOKORO) };
   const listed = (await listBundles('speech')).filter((b) => b.kind === 'speech');
+  const piper = asListed({ name: DEFAULT_BUNDLES.voice, label: 'Piper en-US joe', url: bundleUrl(DEFAULT_BUNDLES.voice) }, listed);
+  const kokoro = asListed({ name: KOKORO, label: 'Kokoro-82M', url: bundleUrl(KOKORO) }, listed);
   const out = [piper, ...listed.filter((b) => b.name !== piper.name)];
   if (!out.some((b) => b.name === KOKORO)) out.push(kokoro);
   return out;
@@ -47,6 +48,7 @@ function start(): void {
     talkDown: () => controller?.talkDown(),
     talkUp: () => void controller?.talkUp(),
     voiceChanged: () => void controller?.voiceChanged(),
+    modeChanged: () => controller?.modeChanged(),
   });
   const models = new ModelSet();
   const meter = new LevelMeter();

@@ -122,4 +122,9 @@ export class ModelLoadError extends Error {
     super(`${ROLE_LABEL[role]}: ${shown.message}`);
     this.name = 'ModelLoadError';
   }
+
+  /** The role's name on the page (e.g. "Speech recognition"). */
+  get label(): string {
+    return ROLE_LABEL[this.role];
+  }
 }

@@ -15,4 +15,10 @@ export class StatusLine {
     this.root.dataset.state = phase;
     this.root.textContent = text;
   }
+
+  /** Say what happens between phases (checking the microphone, loading, why Start failed);
+   * data-state keeps the phase. */
+  say(text: string): void {
+    this.root.textContent = text;
+  }
 }

@@ -13,6 +13,7 @@ import { describeError, formatMs, type ShownError } from '../chat/format';
 import { ProgressView } from '../chat/progress';
 import { CAPTURE_RATE } from '../audio/capture-protocol';
 import { decodeAudioFile } from '../audio/decode';
+import { MicError } from '../audio/mic';
 import { Recorder } from '../audio/recorder';
 import type { LoadedInfo } from '../protocol';
 import { DEFAULT_BUNDLES } from './models';
@@ -113,6 +114,7 @@ function start(): void {
   };
 
   const transcribeFile = async (file: File) => {
+    setStatus('loading', `Reading ${file.name}…`);
     try {
       const audio = await decodeAudioFile(await file.arrayBuffer());
       await transcribe(audio.samples, audio.sampleRate, file.name);
@@ -138,22 +140,44 @@ function start(): void {
     const file = event.dataTransfer?.files[0];
     if (file) void transcribeFile(file);
   });
+  const startRecording = async () => {
+    error.clear();
+    state.lastError = null;
+    record.disabled = true;
+    status.textContent = 'Opening the microphone…';
+    try {
+      // the microphone first: nothing is downloaded for a recording that cannot be made
+      await recorder.start();
+    } catch (e) {
+      state.lastError = e instanceof MicError ? e.advice('press Record') : describeError(e);
+      error.show(state.lastError, 'The microphone could not start');
+      setStatus('failed', e instanceof MicError ? `Not recording: ${e.problem}. A dropped file still works.` : 'Failed.');
+      return;
+    } finally {
+      record.disabled = false;
+    }
+    // the recogniser loads while the user speaks
+    void ensureLoaded().catch(() => undefined);
+    record.textContent = 'Stop and transcribe';
+    setStatus('recording', 'Recording… press again to transcribe.');
+  };
+  // the microphone went away mid-recording: what was recorded is still transcribed
+  recorder.mic.onLost = (lost) => {
+    if (!recorder.recording) return;
+    record.textContent = 'Record';
+    const samples = recorder.stop();
+    void transcribe(samples, CAPTURE_RATE, 'your recording, cut short').then(() => {
+      if (!state.lastError) error.show(lost.advice('press Record'), 'The recording stopped');
+    });
+  };
   record.addEventListener('click', () => {
-    if (recorder.recording) {
-      record.textContent = 'Record';
-      const samples = recorder.stop();
-      void transcribe(samples, CAPTURE_RATE, 'your recording');
+    if (!recorder.recording) {
+      void startRecording();
       return;
     }
-    // start loading while the user speaks
-    void ensureLoaded().catch(() => undefined);
-    recorder.start().then(() => {
-      record.textContent = 'Stop and transcribe';
-      setStatus('recording', 'Recording… press again to transcribe.');
-    }, (e: unknown) => {
-      state.lastError = describeError(e);
-      error.show(state.lastError, 'The microphone could not start');
-    });
+    record.textContent = 'Record';
+    const samples = recorder.stop();
+    void transcribe(samples, CAPTURE_RATE, 'your recording');
   });
   window.__onnxpipeTranscribe = { state, client, transcribeFile };
 }

@@ -24,9 +24,13 @@ const EDGES: Record<Phase, Phase[]> = {
 /** Phases in which new speech interrupts the assistant. */
 export const INTERRUPTIBLE: ReadonlySet<Phase> = new Set(['transcribing', 'thinking', 'speaking']);
 
+/** Phases outside any turn: moving into one ends the turn that was running. */
+const BETWEEN_TURNS: ReadonlySet<Phase> = new Set(['off', 'listening']);
+
 export class TurnMachine {
   private current: Phase = 'off';
-  /** Bumped on every turn that starts (speech heard): work for an older turn is stale. */
+  /** Bumped when a turn starts (speech heard) and when it ends (back to listening, or off):
+   * work that still runs for an ended turn (a transcript arriving after Stop) is stale. */
   private turnId = 0;
   onChange: (phase: Phase, previous: Phase) => void = () => {};
 
@@ -38,7 +42,7 @@ export class TurnMachine {
     return this.turnId;
   }
 
-  /** Is ``turn`` still the live one (nothing interrupted it)? */
+  /** Is ``turn`` still the live one (nothing ended or interrupted it)? */
   live(turn: number): boolean {
     return turn === this.turnId;
   }
@@ -51,7 +55,7 @@ export class TurnMachine {
   to(next: Phase): boolean {
     if (next === this.current || !this.can(next)) return false;
     const previous = this.current;
-    if (next === 'hearing') this.turnId++;
+    if (next === 'hearing' || BETWEEN_TURNS.has(next)) this.turnId++;
     this.current = next;
     this.onChange(next, previous);
     return true;

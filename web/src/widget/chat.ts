@@ -13,7 +13,7 @@ export class OnnxpipeChat extends OnnxpipeElement {
   private busy = false;
   private readonly log = h('div', { className: 'log', role: 'log', parts: 'log' });
   private readonly input = h('textarea', { placeholder: 'Message', rows: 2, parts: 'input' });
-  private readonly sendButton = h('button', { type: 'button', textContent: 'Send', parts: 'send' });
+  private readonly sendButton = h('button', { type: 'button', textContent: 'Send', disabled: true, parts: 'send' });
   private readonly stopButton = h('button', { type: 'button', textContent: 'Stop', className: 'secondary', disabled: true, parts: 'stop' });
 
   protected render(): void {
@@ -84,7 +84,7 @@ export class OnnxpipeChat extends OnnxpipeElement {
 
   private sendFromInput(): void {
     const text = this.input.value.trim();
-    if (!text || this.busy) return;
+    if (!text || this.sendButton.disabled) return;   // kept in the box until the model can answer
     this.input.value = '';
     this.send(text).catch(() => {});   // shown in the status line and as onnxpipe-error
   }
@@ -98,7 +98,12 @@ export class OnnxpipeChat extends OnnxpipeElement {
 
   private setBusy(busy: boolean): void {
     this.busy = busy;
-    this.sendButton.disabled = busy;
-    this.stopButton.disabled = !busy;
+    this.syncControls();
+  }
+
+  /** Send waits for the model and for the reply being written; Stop only has a reply to stop. */
+  protected syncControls(): void {
+    this.sendButton.disabled = this.busy || !this.isReady;
+    this.stopButton.disabled = !this.busy;
   }
 }

@@ -34,6 +34,16 @@ function deferred<T>(): Deferred<T> {
 
 type Handler = (message: FrameMessage) => void;
 
+/** A load's progress in words: what the frame's runtime is doing now. */
+const PHASE_TEXT: Record<string, string> = {
+  boot: 'Starting the runtime', fetch: 'Downloading', cache: 'Reading from this device', verify: 'Checking', session: 'Opening',
+};
+
+function progressText(phase: string, file: string, loaded: number, total: number): string {
+  if (phase === 'boot') return `${PHASE_TEXT.boot} (${loaded} of ${total} steps)…`;
+  return `${PHASE_TEXT[phase] ?? phase} ${file}…`;
+}
+
 export abstract class OnnxpipeElement extends HTMLElement {
   static observedAttributes = ['bundle', 'threads'];
 
@@ -65,6 +75,13 @@ export abstract class OnnxpipeElement extends HTMLElement {
   /** Forget per-bundle state (e.g. the conversation) when a new bundle loads. */
   protected abstract reset(): void;
 
+  /** Enable the element's buttons for what they can do now (isReady: a bundle is loaded). */
+  protected abstract syncControls(): void;
+
+  protected get isReady(): boolean {
+    return this.loaded !== null;
+  }
+
   constructor() {
     super();
     this.root = this.attachShadow({ mode: 'open' })   // open: a site may style ::part()s and test its page;
@@ -86,6 +103,7 @@ export abstract class OnnxpipeElement extends HTMLElement {
 
   connectedCallback(): void {
     if (!this.body.firstChild) this.render();
+    this.syncControls();
     if (this.link) return;
     this.link = new FrameLink(this.kind, {
       hello: () => this.load(),
@@ -102,6 +120,7 @@ export abstract class OnnxpipeElement extends HTMLElement {
     this.link = null;
     this.failRequests(new WidgetError('aborted', `<${this.localName}> was removed from the page`));
     this.loaded = null;
+    this.syncControls();
   }
 
   attributeChangedCallback(name: string, old: string | null, value: string | null): void {
@@ -121,6 +140,7 @@ export abstract class OnnxpipeElement extends HTMLElement {
     this.loadId = id;   // before failRequests, so the previous load's failure is not taken for this one
     this.failRequests(new WidgetError('aborted', 'a new bundle is loading'));
     this.loaded = null;
+    this.syncControls();
     this.reset();
     if (!raw) {
       this.showStatus(`Set the bundle attribute to a model bundle URL.`);
@@ -138,10 +158,11 @@ export abstract class OnnxpipeElement extends HTMLElement {
     this.showProgress('Starting the runtime…', null);
     this.request({ type: 'load', id, bundle, threads }, (message) => {
       if (message.type === 'progress') {
-        this.showProgress(`${message.phase} ${message.file}`, message.total ? message.percent : null);
+        this.showProgress(progressText(message.phase, message.file, message.loaded, message.total), message.total ? message.percent : null);
         this.emit('onnxpipe-progress', { phase: message.phase, file: message.file, loaded: message.loaded, total: message.total, percent: message.percent });
       } else if (message.type === 'loaded' && this.loadId === id) {
         this.loaded = message.info;
+        this.syncControls();
         this.showProgress(null, null);
         this.showStatus(`Ready (${message.info.bundle}, ${message.info.threads} thread${message.info.threads === 1 ? '' : 's'})`);
         current.resolve(message.info);

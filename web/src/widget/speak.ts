@@ -15,7 +15,7 @@ export class OnnxpipeSpeak extends OnnxpipeElement {
   private wavUrl: string | null = null;
   private readonly player = new SentencePlayer();
   private readonly text = h('textarea', { placeholder: 'Text to speak', rows: 3, parts: 'input' });
-  private readonly speakButton = h('button', { type: 'button', textContent: 'Speak', parts: 'speak' });
+  private readonly speakButton = h('button', { type: 'button', textContent: 'Speak', disabled: true, parts: 'speak' });
   private readonly stopButton = h('button', { type: 'button', textContent: 'Stop', className: 'secondary', disabled: true, parts: 'stop' });
   private readonly audio = h('audio', { controls: true, hidden: true, parts: 'audio' });
 
@@ -23,7 +23,7 @@ export class OnnxpipeSpeak extends OnnxpipeElement {
     this.text.setAttribute('aria-label', 'Text to speak');
     this.speakButton.addEventListener('click', () => {
       const text = this.text.value.trim();
-      if (text && !this.busy) this.speak(text).catch(() => {});   // shown in the status line and as onnxpipe-error
+      if (text && !this.speakButton.disabled) this.speak(text).catch(() => {});   // shown in the status line and as onnxpipe-error
     });
     this.stopButton.addEventListener('click', () => this.cancel());
     this.body.append(this.text, this.progress.el, h('div', { className: 'row' }, this.speakButton, this.stopButton), this.audio, this.status);
@@ -90,7 +90,12 @@ export class OnnxpipeSpeak extends OnnxpipeElement {
 
   private setBusy(busy: boolean): void {
     this.busy = busy;
-    this.speakButton.disabled = busy;
-    this.stopButton.disabled = !busy;
+    this.syncControls();
+  }
+
+  /** Speak waits for the voice and for the speech being made; Stop only has speech to stop. */
+  protected syncControls(): void {
+    this.speakButton.disabled = this.busy || !this.isReady;
+    this.stopButton.disabled = !this.busy;
   }
 }
