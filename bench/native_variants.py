@@ -127,7 +127,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     bundle = os.path.abspath(args.bundle)
     recipes = [r for r in args.recipes.split(",") if r]
-    pipes = {"int4 (bundle)": onnxpipe.load(bundle, variant="cpu"),
+    pipes = {"int4 (bundle)": onnxpipe.load(bundle, variant="int4"),
              "fp32 compute (model.wasm.onnx)": onnxpipe.load(bundle, variant="wasm")}
     for name, folder in build_recipes(recipes).items():
         pipes[name] = onnxpipe.load(os.path.join(folder, "genai_config.json"))
