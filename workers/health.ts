@@ -7,10 +7,12 @@
 import { bridge } from './bridge';
 
 /** How errors that mean "the engine is unusable" read, wherever they surface: thrown in the
- * worker, or wrapped by Python's EngineError/error_json as text ("... RuntimeError: unreachable"). */
+ * worker, or wrapped by Python's EngineError/error_json as text ("... RuntimeError: unreachable").
+ * A JS RangeError from one oversized typed array or ArrayBuffer is not among them: the engines'
+ * heaps are untouched, so it fails its request and the worker goes on. */
 const FATAL: [RegExp, string][] = [
   [/RuntimeError: (unreachable|memory access out of bounds|divide by zero|integer overflow|float unrepresentable|table index is out of bounds|null function)/i, 'a WebAssembly trap'],
-  [/Maximum memory size exceeded|Array buffer allocation failed|Cannot enlarge memory|Aborted\(OOM\)|out of memory/i, 'out of memory'],
+  [/Maximum memory size exceeded|Cannot enlarge memory|Aborted\(OOM\)|out of memory/i, 'out of memory'],
   [/Pyodide has suffered a fatal error|Pyodide already fatally failed/i, "Pyodide's fatal error"],
   [/GPU ?device (was |is )?lost|Device is lost|device lost/i, 'the WebGPU device was lost'],
 ];
@@ -47,15 +49,37 @@ const TRAP_MODULE = new Uint8Array([
   0x0a, 0x05, 0x01, 0x03, 0x00, 0x00, 0x0b, // body: unreachable, end
 ]);
 
-/** Test only: the next engine run (bridge.run, the call every session run goes through) traps. */
-export function trapNextRun(): void {
+/** Test only: the next engine run (bridge.run, the call every session run goes through) does
+ * ``instead`` first. */
+function breakNextRun(instead: () => void): void {
   const run = bridge.run;
   bridge.run = async (...args: Parameters<typeof run>) => {
     bridge.run = run;
-    const instance = new WebAssembly.Instance(new WebAssembly.Module(TRAP_MODULE));
-    (instance.exports.trap as () => void)();
+    instead();
     return run(...args);
   };
+}
+
+/** Test only: the next engine run traps. */
+export function trapNextRun(): void {
+  breakNextRun(() => {
+    const instance = new WebAssembly.Instance(new WebAssembly.Module(TRAP_MODULE));
+    (instance.exports.trap as () => void)();
+  });
+}
+
+/** Test only: the next engine run never returns (a hang in the middle of a request). */
+export function hangInNextRun(): void {
+  breakNextRun(() => {
+    while (Date.now() > 0);
+  });
+}
+
+/** Test only: the next engine run asks for a typed array larger than any heap (a RangeError). */
+export function oversizedAllocationInNextRun(): void {
+  breakNextRun(() => {
+    void new Float32Array(Number.MAX_SAFE_INTEGER);
+  });
 }
 
 interface GpuDeviceLike {

@@ -10,7 +10,9 @@ import type {
 import { BOOT_STEPS, Stages, bootRuntime, bootStepsDone, now } from './boot';
 import { type RgbImage, toRgbImages } from './images';
 import { files, setCancel, useCancelBuffer } from './bridge';
-import { destroyGpuDevice, fatalReason, gpuLostReason, holdLock, trapNextRun, watchGpuDevice } from './health';
+import {
+  destroyGpuDevice, fatalReason, gpuLostReason, hangInNextRun, holdLock, oversizedAllocationInNextRun, trapNextRun, watchGpuDevice,
+} from './health';
 import { LoadError, bundleLock, loadBundle, lockFor } from './bundle-loader';
 import { listStored, removeStored } from './storage/catalog';
 import { Listener, type VadEntry } from './listen';
@@ -377,6 +379,10 @@ async function handle(request: Request): Promise<void> {
         setTimeout(() => {
           while (Date.now() > 0);   // never returns: only the page's heartbeat can tell
         }, 0);
+      } else if (request.how === 'hang-in-run') {
+        hangInNextRun();
+      } else if (request.how === 'oversized-allocation') {
+        oversizedAllocationInNextRun();
       } else {
         await destroyGpuDevice();
       }

@@ -1,10 +1,12 @@
 // Self-healing (issue 14, docs/browser-runtime.md "Self-healing"): the runtime worker dies (killed
-// mid-generation, a wasm trap inside an engine run, hung, its WebGPU device destroyed); the pending
+// mid-generation, a wasm trap inside an engine run, hung idle or in the middle of a request, its
+// WebGPU device destroyed); the pending
 // request fails with a 'stopped' error, the page and the widget say so, a new worker loads the
 // same bundle from this device's storage (the server's log shows no model file fetched again) and
 // the next generation gives the same tokens. One tiny fixture bundle; one Chromium with WebGPU
 // (SwiftShader) enabled; the chat page opened with ?onnxpipe-debug for its test hooks. Also: a
-// cancel during a long prefill lands between prefill chunks.
+// cancel during a long prefill lands between prefill chunks; a JS RangeError from one oversized
+// allocation fails its request only.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -16,6 +18,8 @@ import { TIMEOUTS } from './lib/timeouts.mjs';
 import { startWidgetServer, whenReady } from './lib/widget.mjs';
 
 const NAME = 'genai_llama_noshare';
+// a request with no word from the worker this long means it hung (RuntimeOptions.busySilenceMs)
+const BUSY_SILENCE_MS = 8000;
 const WORK = path.join(ROOT, 'build', 'e2e', `self-heal-${process.pid}`);
 const BUNDLE_DIR = path.join(WORK, 'bundles', NAME);
 const HOST_DIR = path.join(WORK, 'host');
@@ -70,7 +74,7 @@ describe('the chat page heals its runtime worker', { timeout: TIMEOUTS.file }, (
   before(async () => {
     if (!have) return;
     page = await context.newPage();
-    await page.goto(`${server.url}?onnxpipe-debug`);
+    await page.goto(`${server.url}?onnxpipe-debug&onnxpipe-busy-silence-ms=${BUSY_SILENCE_MS}`);
     await page.waitForFunction(() => Boolean(window.__onnxpipe?.client), null, { timeout: TIMEOUTS.page });
     await recordStatuses(page);
     await loadBundle(page, bundleUrl(), { ep: 'wasm' });
@@ -119,6 +123,31 @@ describe('the chat page heals its runtime worker', { timeout: TIMEOUTS.file }, (
     assert.deepEqual(again.result.tokens, first);
   });
 
+  test('a hang in the middle of a request: its silence replaces the worker, the next run is right', async (t) => {
+    if (!have) return t.skip(`no ${NAME} fixture`);
+    await page.evaluate(() => window.__onnxpipe.client.debug.hangInNextRun());
+    const hung = await generateBroken(page, null);
+    assert.equal(hung.error?.kind, 'stopped', JSON.stringify(hung));
+    assert.match(hung.error.message, new RegExp(`a request heard nothing from it for ${BUSY_SILENCE_MS / 1000} s`));
+    assert.deepEqual(hung.tokens, [], 'the request\'s first engine run hung');
+    const { last } = await restored(page, 4);
+    assert.match(last.reason, /a request heard nothing from it/);
+    const again = await generate(page, request);
+    assert.deepEqual(again.result.tokens, first);
+  });
+
+  test('one oversized JS allocation fails its request, not the worker', async (t) => {
+    if (!have) return t.skip(`no ${NAME} fixture`);
+    const statuses = await page.evaluate(() => window.__statuses.length);
+    await page.evaluate(() => window.__onnxpipe.client.debug.oversizedAllocationInNextRun());
+    const failed = await generateBroken(page, null);
+    assert.equal(failed.error?.kind, 'engine', JSON.stringify(failed));
+    assert.match(failed.error.message, /RangeError/);
+    const again = await generate(page, request);
+    assert.deepEqual(again.result.tokens, first, 'the same worker answers the next request as before');
+    assert.equal(await page.evaluate(() => window.__statuses.length), statuses, 'no restart');
+  });
+
   // py/onnxpipe/loops/autoregressive.py PREFILL_CHUNK (128): a 200-id prompt is fed as 128 + 72
   test('cancel during a long prefill: no token is made, and the next run is whole', async (t) => {
     if (!have) return t.skip(`no ${NAME} fixture`);
@@ -148,7 +177,7 @@ describe('the chat page heals its runtime worker', { timeout: TIMEOUTS.file }, (
     const onGpu = await generate(page, { ...request, options: { ...request.options, max_new_tokens: 4 } });
     assert.deepEqual(onGpu.result.tokens, first.slice(0, 4), 'WebGPU tokens before the loss');
     await page.evaluate(() => window.__onnxpipe.client.debug.loseGpuDevice());
-    const { last } = await restored(page, 4);
+    const { last } = await restored(page, 5);
     assert.match(last.reason, /the WebGPU device was lost \(destroyed/);
     assert.equal(last.ep, 'wasm');
     const state = await page.evaluate(() => ({ ep: window.__onnxpipe.state.ep, providers: Object.values(window.__onnxpipe.state.loaded.sessions).map((s) => s.provider) }));

@@ -4,7 +4,7 @@ import type {
   ChatMessage, ControlValue, Event, ExecutionProvider, GenerationResult, ImageInput, LoadedInfo, Request, RunOptions, RunOutput, SearchOptions,
   SentenceInfo, ThreadChoice, SpeechResult, StoredBundle, TensorInput, TranscriptWindow, TranscriptionResult, VoiceActivityResult, WasmMemory,
 } from './protocol';
-import { PING_EVERY_MS, WorkerWatch } from './runtime-watch';
+import { BUSY_SILENCE_MS, PING_EVERY_MS, WorkerWatch } from './runtime-watch';
 
 export class RuntimeError extends Error {
   constructor(readonly kind: string, message: string) {
@@ -74,15 +74,26 @@ export interface RuntimeDebug {
   loseGpuDevice(): Promise<void>;
   /** the worker spins forever (holding its lock): only the heartbeat, 250 ms a beat here, sees it */
   hangWorker(): Promise<void>;
+  /** the next engine run spins forever, in the middle of its request: only the request's silence
+   * (RuntimeOptions.busySilenceMs; ``onnxpipe-busy-silence-ms`` in the URL here) sees it */
+  hangInNextRun(): Promise<void>;
+  /** the next engine run asks JS for an impossibly large typed array (a RangeError) */
+  oversizedAllocationInNextRun(): Promise<void>;
 }
 
-const debugFlag = (): boolean => {
+const pageParams = (): URLSearchParams => {
   try {
-    return new URLSearchParams(self.location.search).has('onnxpipe-debug');
+    return new URLSearchParams(self.location.search);
   } catch {
-    return false;
+    return new URLSearchParams();
   }
 };
+
+export interface RuntimeOptions {
+  /** A request that hears nothing from the worker this long means the worker hung: it is
+   * replaced like a dead one (runtime-watch.ts BUSY_SILENCE_MS by default). */
+  busySilenceMs?: number;
+}
 
 /** What a 'listen' reports: speech started, or ended (with the utterance's samples). */
 export type SpeechEvent = Extract<Event, { type: 'speech' }>;
@@ -121,15 +132,23 @@ export class RuntimeClient {
   // where cross-origin isolated, cancel is also written here, so the worker sees it at once
   private readonly cancelFlag = self.crossOriginIsolated ? new Int32Array(new SharedArrayBuffer(4)) : null;
 
+  private readonly busySilenceMs: number;
+
   /** ``makeWorker`` starts a runtime worker (tests pass their own). */
-  constructor(private readonly makeWorker: () => Worker = defaultWorker) {
-    const debug = debugFlag();
+  constructor(private readonly makeWorker: () => Worker = defaultWorker, options: RuntimeOptions = {}) {
+    const params = pageParams();
+    const debug = params.has('onnxpipe-debug');
+    const crash = (how: Extract<Request, { type: 'crash' }>['how']) => this.send<void>({ type: 'crash', id: this.nextId++, how });
     this.debug = debug ? {
       killWorker: () => this.worker.terminate(),
-      trapNextRun: () => this.send<void>({ type: 'crash', id: this.nextId++, how: 'trap' }),
-      loseGpuDevice: () => this.send<void>({ type: 'crash', id: this.nextId++, how: 'gpu-device' }),
-      hangWorker: () => this.send<void>({ type: 'crash', id: this.nextId++, how: 'hang' }),
+      trapNextRun: () => crash('trap'),
+      loseGpuDevice: () => crash('gpu-device'),
+      hangWorker: () => crash('hang'),
+      hangInNextRun: () => crash('hang-in-run'),
+      oversizedAllocationInNextRun: () => crash('oversized-allocation'),
     } : null;
+    const testSilence = debug ? Number(params.get('onnxpipe-busy-silence-ms')) : 0;
+    this.busySilenceMs = testSilence > 0 ? testSilence : options.busySilenceMs ?? BUSY_SILENCE_MS;
     this.start();
   }
 
@@ -142,6 +161,7 @@ export class RuntimeClient {
     };
     worker.onmessage = (message: MessageEvent<Event>) => {
       const event = message.data;
+      this.watch?.heard();
       if (event.type === 'watching') this.watch?.watching(event.locks);
       else if (event.type === 'pong') this.watch?.pong();
       else if (event.type === 'fatal') died(event.reason, event.gpuLost);
@@ -149,7 +169,8 @@ export class RuntimeClient {
     };
     worker.onerror = (error) => died(`an uncaught error in the worker (${error.message || 'no message'})`);
     worker.onmessageerror = () => died('a message from the worker could not be read');
-    this.watch = new WorkerWatch(worker, () => this.pending.size === 0, (reason) => died(reason), this.debug ? 250 : PING_EVERY_MS);
+    this.watch = new WorkerWatch(worker, () => this.pending.size === 0, (reason) => died(reason),
+      this.debug ? 250 : PING_EVERY_MS, this.busySilenceMs);
     this.watch.start(this.nextId++, this.debug !== null);
   }
 

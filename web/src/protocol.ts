@@ -127,7 +127,9 @@ export type Request =
   | { type: 'ping'; id: number }
   // test only (refused unless 'watch' had debug): make the next engine run trap like a wasm
   // 'unreachable', destroy the WebGPU device, or spin forever once answered (a hung worker)
-  | { type: 'crash'; id: number; how: 'trap' | 'gpu-device' | 'hang' };
+  // ('hang-in-run': the next engine run spins forever; 'oversized-allocation': the next engine run
+  // asks JS for an impossibly large typed array)
+  | { type: 'crash'; id: number; how: 'trap' | 'gpu-device' | 'hang' | 'hang-in-run' | 'oversized-allocation' };
 
 export type ErrorKind =
   | 'config' | 'bundle' | 'input' | 'engine' | 'quota' | 'network' | 'integrity' | 'text' | 'internal'

@@ -6,7 +6,8 @@
 // - where there are no Web Locks (a frame without storage access), and against a worker that
 //   hangs: a ping while nothing is in flight, answered at once by a live worker. While a request
 //   runs the worker may not take messages for a long time (a long prefill, a session opening),
-//   so no ping is judged then.
+//   so no ping is judged then; instead a request that hears nothing from the worker (no event,
+//   no answer) for ``busySilenceMs`` means the worker hung in the middle of it.
 
 import type { Request } from './protocol';
 
@@ -16,6 +17,9 @@ export const PING_EVERY_MS = 2000;
  * beats, not wall-clock time: a frozen tab freezes the worker too, and its timer fires once on
  * waking, which must not read as a missed answer). */
 export const PING_MISSED_BEATS = 5;
+/** A request in flight with no word from the worker this long: hung (a long prefill or session
+ * opening of the models onnxpipe runs stays well under it). */
+export const BUSY_SILENCE_MS = 120_000;
 
 let watches = 0;
 
@@ -25,15 +29,17 @@ export class WorkerWatch {
   private timer: ReturnType<typeof setInterval> | null = null;
   private waiting = false;   // a ping is unanswered
   private missed = 0;   // beats since it was sent
+  private silent = 0;   // beats with a request in flight and no message from the worker
   private stopped = false;
 
   /** ``idle``: nothing in flight (then pings are judged); ``onDeath`` is called at most once;
-   * ``everyMs``: the beat (shorter on test pages). */
+   * ``everyMs``: the beat (shorter on test pages); ``busySilenceMs``: see BUSY_SILENCE_MS. */
   constructor(
     private readonly worker: Worker,
     private readonly idle: () => boolean,
     private readonly onDeath: (reason: string) => void,
     private readonly everyMs = PING_EVERY_MS,
+    private readonly busySilenceMs = BUSY_SILENCE_MS,
   ) {}
 
   /** Ask the worker to take the lock (``debug``: allow the test-only 'crash' request); start pinging. */
@@ -53,6 +59,11 @@ export class WorkerWatch {
     this.waiting = false;
   }
 
+  /** Any message from the worker: it is alive and working on what is in flight. */
+  heard(): void {
+    this.silent = 0;
+  }
+
   stop(): void {
     this.stopped = true;
     this.abort.abort();
@@ -62,8 +73,13 @@ export class WorkerWatch {
   private beat(): void {
     if (!this.idle()) {
       this.waiting = false;   // a ping sent before a request began is not judged
+      // counted in beats, as pings are: a frozen tab's one late timer is one beat
+      if (++this.silent * this.everyMs >= this.busySilenceMs) {
+        this.die(`a request heard nothing from it for ${this.busySilenceMs / 1000} s`);
+      }
       return;
     }
+    this.silent = 0;
     if (!this.waiting) {
       this.waiting = true;
       this.missed = 0;
