@@ -31,6 +31,7 @@ import tempfile
 
 import onnxpipe
 from onnxpipe.export import smollm2
+from onnxpipe.export.wasm_variant import agreement
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 CACHE = os.path.join(ROOT, "build", "variants")
@@ -90,22 +91,13 @@ def build_recipes(names: list[str]) -> dict[str, str]:
     return folders
 
 
-def agreement(tokens: list[int], want: list[int]) -> int:
-    same = 0
-    for a, b in zip(tokens, want):
-        if a != b:
-            break
-        same += 1
-    return same
-
-
 def measure(pipe, prompt_ids, want, eos) -> dict:
     exact = shared = ended = 0
     for ids, ref in zip(prompt_ids, want):
         got = pipe.generate(input_ids=ids, max_new_tokens=len(ref) + EXTRA, do_sample=False).tokens
         ref_ended = bool(ref) and ref[-1] in eos
         exact += got == ref if ref_ended else got[:len(ref)] == ref   # fp32 ran out of budget: its tokens
-        shared += agreement(got, ref)
+        shared += agreement(ref, got)
         ended += bool(got) and got[-1] in eos
     return {"exact": exact, "shared_tokens": shared, "ended": ended}
 
