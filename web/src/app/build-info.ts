@@ -1,7 +1,7 @@
 // Which build this page is: the footer line "onnxpipe <build id>" (ONNXPIPE_BUILD_ID at build
 // time, else the git commit and build time; tools/pwa.ts). Tells a reloaded page's version apart.
 
-import { el } from '../chat/dom';
+import { el } from '../ui/dom';
 
 export const BUILD_ID: string = __ONNXPIPE_BUILD_ID__;
 

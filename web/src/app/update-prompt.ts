@@ -1,6 +1,6 @@
 // "Update available — Reload": shown when a new build's service worker is waiting.
 
-import { el } from '../chat/dom';
+import { el } from '../ui/dom';
 
 export class UpdatePrompt {
   private root: HTMLElement | null = null;

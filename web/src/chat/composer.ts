@@ -1,6 +1,6 @@
 // Prompt box with Send / Stop / New chat. Enter sends, Shift+Enter inserts a newline.
 
-import { el } from './dom';
+import { el } from '../ui/dom';
 
 export interface ComposerActions {
   send: () => void;

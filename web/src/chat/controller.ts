@@ -2,10 +2,10 @@
 
 import type { RuntimeClient } from '../client';
 import type { Composer } from './composer';
-import type { ErrorBanner } from './error-banner';
-import { describeError } from './format';
-import type { LoaderPanel } from './loader';
-import { loadWarnings } from './loader';
+import type { ErrorBanner } from '../ui/error-banner';
+import { describeError } from '../ui/format';
+import type { LoaderPanel } from '../ui/loader';
+import { loadWarnings } from '../ui/loader';
 import type { MessageList } from './messages';
 import type { SamplingControls } from './sampling';
 import type { ChatState, Status } from './state';

@@ -1,7 +1,7 @@
 // The conversation as bubbles; the assistant bubble being written is an aria-live region.
 
 import type { ChatMessage } from '../protocol';
-import { el } from './dom';
+import { el } from '../ui/dom';
 
 type Role = ChatMessage['role'];
 

@@ -1,7 +1,7 @@
 // Search options for each turn: greedy/sample toggle plus the sampler's knobs.
 
 import type { SearchOptions } from '../protocol';
-import { el, labelled } from './dom';
+import { el, labelled } from '../ui/dom';
 
 /** The SearchOptions fields that hold a number. */
 type NumericKey = {

@@ -5,8 +5,8 @@
 // the figures wait behind a disclosure (most readers never need them).
 
 import type { LoadedInfo, StartupStage } from '../protocol';
-import { el } from './dom';
-import { formatMs } from './format';
+import { el } from '../ui/dom';
+import { formatMs } from '../ui/format';
 
 export type PartName = 'page' | 'runtime' | 'files' | 'session' | 'you' | 'prefill' | 'first token';
 

@@ -1,7 +1,7 @@
 // The page's state, one plain object; exposed as window.__onnxpipe.state for tests.
 
 import type { ChatMessage, ExecutionProvider, GenerationResult, LoadedInfo } from '../protocol';
-import type { ShownError } from './format';
+import type { ShownError } from '../ui/format';
 
 /** idle: nothing loaded · loading · ready: can send · generating · stopping: cancel sent. */
 export type Status = 'idle' | 'loading' | 'ready' | 'generating' | 'stopping';

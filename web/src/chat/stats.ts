@@ -1,8 +1,8 @@
 // One line of generation figures: live while streaming, then the worker's own numbers.
 
 import type { GenerationResult } from '../protocol';
-import { el } from './dom';
-import { formatMs } from './format';
+import { el } from '../ui/dom';
+import { formatMs } from '../ui/format';
 
 export class StatsLine {
   readonly root: HTMLElement;

@@ -3,8 +3,8 @@
 // owns the files; see RuntimeClient.removeStored), the page asks for persistence.
 
 import type { RuntimeClient } from '../client';
-import { el } from '../chat/dom';
-import { formatBytes } from '../chat/format';
+import { el } from '../ui/dom';
+import { formatBytes } from '../ui/format';
 import type { StoredBundle } from '../protocol';
 import { askPersistent, deviceStorage } from './device';
 import './panel.css';

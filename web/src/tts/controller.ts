@@ -3,10 +3,10 @@
 
 import type { RuntimeClient } from '../client';
 import { RuntimeError } from '../client';
-import type { ErrorBanner } from '../chat/error-banner';
-import { describeError, formatMs } from '../chat/format';
-import type { LoaderPanel } from '../chat/loader';
-import { loadWarnings } from '../chat/loader';
+import type { ErrorBanner } from '../ui/error-banner';
+import { describeError, formatMs } from '../ui/format';
+import type { LoaderPanel } from '../ui/loader';
+import { loadWarnings } from '../ui/loader';
 import type { VoiceControls } from './controls';
 import type { WavDownload } from './download';
 import { Player } from './player';

@@ -2,7 +2,7 @@
 // or a <select> for a choice control (e.g. Kokoro's voices).
 
 import type { ControlInfo, ControlValue } from '../protocol';
-import { el, labelled } from '../chat/dom';
+import { el, labelled } from '../ui/dom';
 
 interface Row {
   root: HTMLElement;

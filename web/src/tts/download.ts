@@ -1,7 +1,7 @@
 // "Download WAV": the worker's WAV bytes behind an object URL, replaced with each new speech.
 
-import { el } from '../chat/dom';
-import { formatBytes } from '../chat/format';
+import { el } from '../ui/dom';
+import { formatBytes } from '../ui/format';
 
 export class WavDownload {
   readonly root: HTMLAnchorElement;

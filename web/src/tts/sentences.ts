@@ -1,7 +1,7 @@
 // The sentences as the voice made them, each with its audio and compute time.
 
 import type { SentenceInfo } from '../protocol';
-import { el } from '../chat/dom';
+import { el } from '../ui/dom';
 
 export class SentenceList {
   readonly root: HTMLOListElement;

@@ -1,6 +1,6 @@
 // The text box with Speak / Play / Stop. Ctrl+Enter (or Cmd+Enter) speaks.
 
-import { el } from '../chat/dom';
+import { el } from '../ui/dom';
 
 export interface SpeechFormActions {
   speak: () => void;

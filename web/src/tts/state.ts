@@ -1,7 +1,7 @@
 // The speech page's state, one plain object; exposed as window.__onnxpipeTts.state for tests.
 
 import type { ExecutionProvider, LoadedInfo, SentenceInfo, SpeechResult } from '../protocol';
-import type { ShownError } from '../chat/format';
+import type { ShownError } from '../ui/format';
 
 /** idle: no voice loaded · loading · ready: can speak · speaking · stopping: cancel sent. */
 export type Status = 'idle' | 'loading' | 'ready' | 'speaking' | 'stopping';

@@ -2,7 +2,7 @@
 // live per sentence, then the worker's own totals.
 
 import type { SentenceInfo, SpeechResult } from '../protocol';
-import { el } from '../chat/dom';
+import { el } from '../ui/dom';
 
 function seconds(s: number): string {
   return Number.isFinite(s) ? `${s.toFixed(2)} s` : '?';

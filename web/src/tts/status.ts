@@ -1,6 +1,6 @@
 // One line saying what the page is doing; data-state is the outcome tests wait for.
 
-import { el } from '../chat/dom';
+import { el } from '../ui/dom';
 
 export type SpeechOutcome = 'idle' | 'ready' | 'speaking' | 'stopping' | 'done' | 'cancelled' | 'failed';
 

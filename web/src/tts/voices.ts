@@ -1,6 +1,6 @@
 // Which bundles the speech page offers: the demo voice first, then what /models/index.json lists.
 
-import { DEFAULT_BUNDLE, asListed, bundleUrl, listBundles, type BundleEntry } from '../chat/bundles';
+import { DEFAULT_BUNDLE, asListed, bundleUrl, listBundles, type BundleEntry } from '../ui/bundles';
 
 export const DEFAULT_VOICE = 'piper-en-us-joe';
 

@@ -1,7 +1,7 @@
 // The waveform picture: min/max of the samples under each pixel column, redrawn as sentences
 // arrive (the time axis always spans the audio made so far), with a playhead while playing.
 
-import { el } from '../chat/dom';
+import { el } from '../ui/dom';
 import type { Take } from './take';
 
 const HEIGHT_CSS_PX = 140;

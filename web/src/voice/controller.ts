@@ -3,9 +3,9 @@
 // Speech during a reply interrupts it (barge-in). The UI pieces only render.
 
 import type { ChatMessage, ControlInfo, SearchOptions } from '../protocol';
-import type { BundleEntry } from '../chat/bundles';
-import type { ErrorBanner } from '../chat/error-banner';
-import { describeError } from '../chat/format';
+import type { BundleEntry } from '../ui/bundles';
+import type { ErrorBanner } from '../ui/error-banner';
+import { describeError } from '../ui/format';
 import { CAPTURE_RATE } from '../audio/capture-protocol';
 import { Microphone, MicError } from '../audio/mic';
 import { checkMicrophone } from '../audio/mic-check';

@@ -2,8 +2,8 @@
 // while speaking), barge-in on/off, and the voice picker (a voice bundle, and a voice within
 // it when the bundle offers a choice).
 
-import { el, labelled } from '../chat/dom';
-import type { BundleEntry } from '../chat/bundles';
+import { el, labelled } from '../ui/dom';
+import type { BundleEntry } from '../ui/bundles';
 
 export type Mode = 'hands-free' | 'push-to-talk';
 

@@ -1,7 +1,7 @@
 // The spoken conversation: what the recogniser heard, the reply as it streams, and under each
 // reply the turn's latency line. Text is always set as textContent (never HTML).
 
-import { el } from '../chat/dom';
+import { el } from '../ui/dom';
 import type { Mode } from './controls';
 import type { Phase } from './turn';
 

@@ -1,8 +1,8 @@
 // The last turn's latency, stage by stage: end of speech -> detected -> transcript -> first
 // reply token -> first audio, each as the time since the previous stage and since the end.
 
-import { el } from '../chat/dom';
-import { formatMs } from '../chat/format';
+import { el } from '../ui/dom';
+import { formatMs } from '../ui/format';
 import { STAGES, STAGE_LABEL, type TurnTimeline } from './latency';
 
 export class LatencyView {

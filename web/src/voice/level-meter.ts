@@ -1,7 +1,7 @@
 // The microphone level: the RMS the capture worklet measured for each 16 kHz chunk, drawn as a
 // bar on a dB scale (-60 dB .. 0 dB) with a peak marker that falls back slowly.
 
-import { el } from '../chat/dom';
+import { el } from '../ui/dom';
 
 const FLOOR_DB = -60;
 const PEAK_FALL_DB_PER_S = 20;

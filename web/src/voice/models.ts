@@ -6,10 +6,10 @@
 //   voice  text to speech (the voice picker swaps this one)
 
 import { RuntimeClient } from '../client';
-import { bundleUrl } from '../chat/bundles';
-import { el } from '../chat/dom';
-import { describeError, formatMs, type ShownError } from '../chat/format';
-import { ProgressView } from '../chat/progress';
+import { bundleUrl } from '../ui/bundles';
+import { el } from '../ui/dom';
+import { describeError, formatMs, type ShownError } from '../ui/format';
+import { ProgressView } from '../ui/progress';
 import type { LoadedInfo } from '../protocol';
 import { RuntimeNotice } from '../runtime-notice';
 

@@ -1,7 +1,7 @@
 // The voice page's state, mutated in place by the controller and read by the tests through
 // window.__onnxpipeVoice.
 
-import type { ShownError } from '../chat/format';
+import type { ShownError } from '../ui/format';
 import type { Mode } from './controls';
 import type { Stage } from './latency';
 import type { Phase } from './turn';

@@ -1,6 +1,6 @@
 // One line saying where the conversation is; data-state is the phase tests wait for.
 
-import { el } from '../chat/dom';
+import { el } from '../ui/dom';
 import type { Phase } from './turn';
 
 export class StatusLine {

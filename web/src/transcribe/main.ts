@@ -2,21 +2,21 @@
 // recogniser heard. One runtime worker with the recogniser bundle, loaded on first use.
 
 import '../styles.css';
-import './voice.css';
+import '../voice/voice.css';
 import { RuntimeClient } from '../client';
 import { enableOffline } from '../offline';
 import { mountBuildFooter } from '../app/build-info';
-import { bundleUrl } from '../chat/bundles';
-import { el } from '../chat/dom';
-import { ErrorBanner } from '../chat/error-banner';
-import { describeError, formatMs, type ShownError } from '../chat/format';
-import { ProgressView } from '../chat/progress';
+import { bundleUrl } from '../ui/bundles';
+import { el } from '../ui/dom';
+import { ErrorBanner } from '../ui/error-banner';
+import { describeError, formatMs, type ShownError } from '../ui/format';
+import { ProgressView } from '../ui/progress';
 import { CAPTURE_RATE } from '../audio/capture-protocol';
 import { decodeAudioFile } from '../audio/decode';
 import { MicError } from '../audio/mic';
 import { Recorder } from '../audio/recorder';
 import type { LoadedInfo } from '../protocol';
-import { DEFAULT_BUNDLES } from './models';
+import { DEFAULT_BUNDLES } from '../voice/models';
 import { mountStoragePanel } from '../storage/panel';
 
 export interface TranscribeState {

@@ -1,23 +1,23 @@
 // Chat page entry: builds the DOM, starts the runtime worker client, wires the controller.
 
-import './styles.css';
-import { RuntimeClient } from './client';
-import { enableOffline } from './offline';
-import { mountBuildFooter } from './app/build-info';
-import { listBundles } from './chat/bundles';
-import { Composer } from './chat/composer';
-import { ChatController, type ChatView } from './chat/controller';
-import { el } from './chat/dom';
-import { ErrorBanner } from './chat/error-banner';
-import { describeError } from './chat/format';
-import { LoaderPanel } from './chat/loader';
-import { MessageList } from './chat/messages';
-import { SamplingControls } from './chat/sampling';
-import { initialState, type ChatState } from './chat/state';
-import { StartupLine } from './chat/startup';
-import { StatsLine } from './chat/stats';
-import { mountStoragePanel } from './storage/panel';
-import { RuntimeNotice } from './runtime-notice';
+import '../styles.css';
+import { RuntimeClient } from '../client';
+import { enableOffline } from '../offline';
+import { mountBuildFooter } from '../app/build-info';
+import { listBundles } from '../ui/bundles';
+import { Composer } from './composer';
+import { ChatController, type ChatView } from './controller';
+import { el } from '../ui/dom';
+import { ErrorBanner } from '../ui/error-banner';
+import { describeError } from '../ui/format';
+import { LoaderPanel } from '../ui/loader';
+import { MessageList } from './messages';
+import { SamplingControls } from './sampling';
+import { initialState, type ChatState } from './state';
+import { StartupLine } from './startup';
+import { StatsLine } from './stats';
+import { mountStoragePanel } from '../storage/panel';
+import { RuntimeNotice } from '../runtime-notice';
 
 declare global {
   interface Window {
