@@ -35,7 +35,8 @@ after(async () => {
 const request = () => ({ inputIds: expected.input_ids, options: { do_sample: false, max_new_tokens: 16, ignore_eos: true } });
 const manifestFiles = () => JSON.parse(fs.readFileSync(path.join(BUNDLES, NAME, 'manifest.json'), 'utf8')).files.map((f) => f.path);
 
-/** One visit in the persistent profile; `block(url)` true aborts that request (recorded). */
+/** One visit in the persistent profile; `block(url)` true aborts that request (recorded); `served`:
+ * the requests the network answered. */
 async function visit(block = () => false) {
   const { context, offsite, logs } = await launchPersistent(profile);
   const blocked = [];
@@ -49,7 +50,10 @@ async function visit(block = () => false) {
       }
       return route.fallback();
     });
-    context.on('requestfinished', (req) => served.push(req.url()));
+    // answered by the network, not by the service worker's caches (models/index.json is kept there)
+    context.on('requestfinished', async (req) => {
+      if (!(await req.response())?.fromServiceWorker()) served.push(req.url());
+    });
     const page = await openRuntimePage(context, server.url);
     const loaded = await loadBundle(page, bundleUrl, { ep: 'wasm' });
     const run = await generate(page, request());
