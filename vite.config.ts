@@ -295,6 +295,7 @@ export default defineConfig({
         tts: path.join(ROOT, 'web', 'tts.html'),
         voice: path.join(ROOT, 'web', 'voice.html'),
         transcribe: path.join(ROOT, 'web', 'transcribe.html'),
+        library: path.join(ROOT, 'web', 'library.html'),
         embed: path.join(ROOT, 'web', 'embed.html'),
         widget: path.join(ROOT, 'web', 'src', 'widget', 'widget.ts'),
       },

@@ -18,7 +18,7 @@ const QUESTION = 'What is the capital of France?';
 const LEGACY_CACHE = 'onnxpipe-site-v1';
 const ARTIFACTS = path.join(ROOT, 'build', 'e2e', 'artifacts'); // update-prompt.png
 // the app's pages; embed.html is the widget's frame, checked when this build has it
-const PAGES = ['', 'tts.html', 'voice.html', 'transcribe.html', 'embed.html'];
+const PAGES = ['', 'tts.html', 'voice.html', 'transcribe.html', 'library.html', 'embed.html'];
 
 let browser;
 before(async () => {

@@ -1,0 +1,145 @@
+// The public engine API (web/src/engine/, issue 25) on /library.html in headless Chromium, with
+// the real SmolLM2, Piper and Whisper bundles: streamed and whole chat completions in OpenAI's
+// shapes, an AbortSignal that ends a stream and leaves the model usable, typed errors naming the
+// field, several models loaded at once, and the official `openai` client (bundled into the page)
+// against the same engine through engine.fetch, with no server: chat, speech and transcription.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import { ROOT, launchBrowser, siteDir, startServer } from './lib/browser.mjs';
+import { TIMEOUTS } from './lib/timeouts.mjs';
+
+const BUNDLES = ['smollm2-135m-instruct', 'piper-en-us-joe', 'whisper-base'];
+const missing = BUNDLES.filter((b) => !fs.existsSync(path.join(ROOT, 'public', 'models', b, 'manifest.json')));
+const QUESTION = [{ role: 'user', content: 'What is the capital of France?' }];
+let server, run, page;
+
+before(async () => {
+  if (missing.length) return;
+  server = await startServer({ root: siteDir() });
+  run = await launchBrowser();
+  page = await run.context.newPage();
+  page.on('pageerror', (error) => run.logs.push(`pageerror: ${error.message}`));
+  await page.goto(`${server.url}library.html`, { timeout: TIMEOUTS.page });
+  await page.waitForFunction(() => Boolean(window.__onnxpipeLibrary), null, { timeout: TIMEOUTS.load });
+});
+after(async () => {
+  await run?.browser.close();
+  await server?.stop();
+});
+
+const model = (name) => `${server.url}models/${name}/`;
+
+test('chat completions: streamed chunks and the whole answer in OpenAI\'s shapes', { timeout: TIMEOUTS.file }, async (t) => {
+  if (missing.length) return t.skip(`public/models/ lacks ${missing}: run make models`);
+  const out = await page.evaluate(async ({ model, messages }) => {
+    const { engine } = window.__onnxpipeLibrary;
+    const chunks = [];
+    const stream = await engine.chat.completions.create({ model, messages, stream: true, max_tokens: 64, temperature: 0, seed: 1,
+      stop: ['\n\n'], stream_options: { include_usage: true } });
+    for await (const chunk of stream) chunks.push(chunk);
+    const whole = await engine.chat.completions.create({ model, messages, max_tokens: 64, temperature: 0 });
+    return { chunks, whole, models: await engine.models.list() };
+  }, { model: model('smollm2-135m-instruct'), messages: QUESTION });
+  const { chunks, whole } = out;
+  const text = chunks.map((c) => c.choices[0]?.delta?.content ?? '').join('');
+  assert.match(text, /Paris/);
+  assert.ok(chunks.every((c) => c.id === chunks[0].id && c.object === 'chat.completion.chunk' && c.model === model('smollm2-135m-instruct')));
+  assert.deepEqual(chunks[0].choices[0].delta, { role: 'assistant', content: '' });
+  const last = chunks.at(-2);
+  assert.equal(last.choices[0].finish_reason, 'stop');
+  const usage = chunks.at(-1);
+  assert.deepEqual(usage.choices, []);
+  assert.equal(usage.usage.total_tokens, usage.usage.prompt_tokens + usage.usage.completion_tokens);
+  assert.ok(usage.usage.prompt_tokens > 10 && usage.usage.completion_tokens > 3, JSON.stringify(usage.usage));
+  assert.equal(whole.object, 'chat.completion');
+  assert.equal(whole.choices[0].message.role, 'assistant');
+  assert.equal(whole.choices[0].message.content, text, 'greedy: the whole answer is the streamed one');
+  assert.equal(whole.choices[0].finish_reason, 'stop');
+  assert.deepEqual(out.models.data.map((m) => [m.id, m.object, m.kind]), [[model('smollm2-135m-instruct'), 'model', 'text']]);
+});
+
+test('an AbortSignal ends the stream with an AbortError; the model answers the next request as before', { timeout: TIMEOUTS.file }, async (t) => {
+  if (missing.length) return t.skip('models missing');
+  const out = await page.evaluate(async ({ model, messages }) => {
+    const { engine } = window.__onnxpipeLibrary;
+    const request = { model, messages: [{ role: 'user', content: 'Tell me a long story about a dragon.' }], max_tokens: 200, temperature: 0 };
+    const controller = new AbortController();
+    let chunks = 0;
+    let error = null;
+    try {
+      const stream = await engine.chat.completions.create({ ...request, stream: true }, { signal: controller.signal });
+      for await (const chunk of stream) {
+        if (chunk.choices[0]?.delta?.content && ++chunks === 3) controller.abort();
+      }
+    } catch (e) {
+      error = { name: e.name, kind: e.kind };
+    }
+    const after = await engine.chat.completions.create({ model, messages, max_tokens: 64, temperature: 0 });
+    return { chunks, error, after: after.choices[0].message.content };
+  }, { model: model('smollm2-135m-instruct'), messages: QUESTION });
+  assert.deepEqual(out.error, { name: 'AbortError', kind: 'aborted' });
+  assert.ok(out.chunks <= 4, `chunks after the abort: ${out.chunks}`);
+  assert.match(out.after, /Paris/);
+});
+
+test('bad requests: typed errors that name the field; the engine stays usable', { timeout: TIMEOUTS.file }, async (t) => {
+  if (missing.length) return t.skip('models missing');
+  const errors = await page.evaluate(async ({ model }) => {
+    const { engine } = window.__onnxpipeLibrary;
+    const messages = [{ role: 'user', content: 'Hi' }];
+    const tryIt = async (params) => {
+      try {
+        await engine.chat.completions.create(params);
+        return null;
+      } catch (e) {
+        return { name: e.name, kind: e.kind, param: e.param, message: e.message, isOnnxpipe: e instanceof Error && 'kind' in e };
+      }
+    };
+    return {
+      logprobs: await tryIt({ model, messages, logprobs: true }),
+      role: await tryIt({ model, messages: [{ role: 'robot', content: 'Hi' }] }),
+      temperature: await tryIt({ model, messages, temperature: 5 }),
+      n: await tryIt({ model, messages, n: 2 }),
+      unknownModel: await tryIt({ model: `${model}../no-such-model/`, messages }),
+    };
+  }, { model: model('smollm2-135m-instruct') });
+  assert.deepEqual([errors.logprobs.kind, errors.logprobs.param], ['input', 'logprobs']);
+  assert.match(errors.logprobs.message, /logprobs: not supported/);
+  assert.deepEqual([errors.role.kind, errors.role.param], ['input', 'messages[0].role']);
+  assert.deepEqual([errors.temperature.param, errors.n.param], ['temperature', 'n']);
+  assert.deepEqual([errors.unknownModel.kind, errors.unknownModel.name], ['not_found', 'ModelNotFoundError']);
+  assert.ok(Object.values(errors).every((e) => e.isOnnxpipe));
+});
+
+test('the official openai client through engine.fetch: chat, speech and transcription with three models loaded', { timeout: TIMEOUTS.file }, async (t) => {
+  if (missing.length) return t.skip('models missing');
+  const out = await page.evaluate(async ({ chat, voice, asr, messages }) => {
+    const { engine, openai } = window.__onnxpipeLibrary;
+    let text = '';
+    const stream = await openai.chat.completions.create({ model: chat, messages, stream: true, max_tokens: 32, temperature: 0 });
+    for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? '';
+    const speech = await openai.audio.speech.create({ model: voice, voice: 'default', input: 'Hello there, how are you today?', response_format: 'wav' });
+    const wav = new Uint8Array(await speech.arrayBuffer());
+    const file = new File([wav], 'hello.wav', { type: 'audio/wav' });
+    const heard = await openai.audio.transcriptions.create({ model: asr, file });
+    let refused = null;
+    try {
+      await openai.chat.completions.create({ model: chat, messages, logprobs: true });
+    } catch (e) {
+      refused = { status: e.status, param: e.param, code: e.code };
+    }
+    const direct = await (await engine.audio.speech.create({ model: voice, input: 'Hi.' })).arrayBuffer();
+    return { text, riff: String.fromCharCode(...wav.slice(0, 4)), bytes: wav.length, heard: heard.text, refused,
+      directBytes: direct.byteLength, models: (await engine.models.list()).data.map((m) => m.kind).sort() };
+  }, { chat: model('smollm2-135m-instruct'), voice: model('piper-en-us-joe'), asr: model('whisper-base'), messages: QUESTION });
+  assert.match(out.text, /Paris/);
+  assert.equal(out.riff, 'RIFF');
+  assert.ok(out.bytes > 20_000 && out.directBytes > 5_000, JSON.stringify(out));
+  assert.match(out.heard.toLowerCase(), /hello there/);
+  assert.deepEqual(out.refused, { status: 400, param: 'logprobs', code: 'input' });
+  assert.deepEqual(out.models, ['speech', 'text', 'transcription']);
+  assert.deepEqual(run.offsite, [], 'requests left 127.0.0.1');
+  assert.ok(!run.logs.some((l) => l.startsWith('pageerror')), run.logs.join('\n'));
+});

@@ -1,0 +1,78 @@
+// engine.chat.completions.create: OpenAI's Chat Completions over a loaded text bundle, streamed
+// (an async iterable of chunks) or whole; an AbortSignal cancels within one decode step.
+
+import type { ChatCompletion, ChatCompletionChunk } from 'openai/resources/chat/completions';
+import type { GenerationResult } from '../protocol';
+import { Channel } from './channel';
+import { type ChatParams, generateCall } from './chat-params';
+import { AbortError, fromRuntime } from './errors';
+import type { ModelSlot, ModelTable } from './models';
+
+export interface RequestOptions {
+  signal?: AbortSignal;
+}
+
+type Finish = ChatCompletion.Choice['finish_reason'];
+
+const newId = (): string => `chatcmpl-${crypto.randomUUID?.() ?? `${Date.now()}${Math.random()}`}`;
+
+function usage(result: GenerationResult): NonNullable<ChatCompletion['usage']> {
+  return { prompt_tokens: result.prompt_tokens, completion_tokens: result.tokens.length, total_tokens: result.prompt_tokens + result.tokens.length };
+}
+
+export class ChatCompletions {
+  constructor(private readonly models: ModelTable) {}
+
+  create(params: ChatParams & { stream: true }, options?: RequestOptions): Promise<AsyncIterable<ChatCompletionChunk>>;
+  create(params: ChatParams & { stream?: false | null }, options?: RequestOptions): Promise<ChatCompletion>;
+  create(params: ChatParams, options?: RequestOptions): Promise<ChatCompletion | AsyncIterable<ChatCompletionChunk>>;
+  async create(params: ChatParams, options: RequestOptions = {}): Promise<ChatCompletion | AsyncIterable<ChatCompletionChunk>> {
+    const call = generateCall(params);
+    const { signal } = options;
+    if (signal?.aborted) throw new AbortError();
+    const id = newId();
+    const created = Math.floor(Date.now() / 1000);
+    const chunk = (delta: ChatCompletionChunk.Choice['delta'], finish: Finish | null = null): ChatCompletionChunk => ({
+      id, object: 'chat.completion.chunk', created, model: call.model,
+      choices: [{ index: 0, delta, finish_reason: finish, logprobs: null }],
+    });
+    const channel = call.stream ? new Channel<ChatCompletionChunk>() : null;
+    const run = (slot: ModelSlot) => this.generate(slot, call.messages, call.options, signal, (text) => channel?.push(chunk({ content: text })));
+    const done = this.models.queue(call.model, async (slot) => {
+      if (signal?.aborted) throw new AbortError();   // aborted while queued
+      channel?.push(chunk({ role: 'assistant', content: '' }));
+      return run(slot);
+    });
+    if (!channel) {
+      const result = await done;
+      return {
+        id, object: 'chat.completion', created, model: call.model,
+        choices: [{ index: 0, message: { role: 'assistant', content: result.text, refusal: null }, finish_reason: result.finish_reason as Finish, logprobs: null }],
+        usage: usage(result),
+      };
+    }
+    done.then((result) => {
+      channel.push(chunk({}, result.finish_reason as Finish));
+      if (call.includeUsage) channel.push({ ...chunk({}), choices: [], usage: usage(result) });
+      channel.end();
+    }, (error: unknown) => channel.end(error));
+    return channel;
+  }
+
+  /** One generation on ``slot``; an abort cancels it in the worker and rejects with AbortError. */
+  private async generate(slot: ModelSlot, messages: Parameters<ModelSlot['client']['generate']>[0]['messages'],
+    options: Parameters<ModelSlot['client']['generate']>[0]['options'], signal: AbortSignal | undefined,
+    onText: (text: string) => void): Promise<GenerationResult & { finish_reason: string }> {
+    const abort = () => void slot.client.cancel();
+    signal?.addEventListener('abort', abort, { once: true });
+    try {
+      const result = await slot.client.generate({ messages, options, onToken: (text) => { if (text && !signal?.aborted) onText(text); } });
+      if (signal?.aborted || result.finish_reason === 'cancelled') throw new AbortError();
+      return result as GenerationResult & { finish_reason: string };
+    } catch (error) {
+      throw fromRuntime(error);
+    } finally {
+      signal?.removeEventListener('abort', abort);
+    }
+  }
+}
