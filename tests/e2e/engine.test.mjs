@@ -14,6 +14,7 @@ const BUNDLES = ['smollm2-135m-instruct', 'piper-en-us-joe', 'whisper-base'];
 const missing = BUNDLES.filter((b) => !fs.existsSync(path.join(ROOT, 'public', 'models', b, 'manifest.json')));
 const QUESTION = [{ role: 'user', content: 'What is the capital of France?' }];
 let server, run, page;
+let firstAnswer = null;   // the whole greedy answer of a freshly loaded model (test 1)
 
 before(async () => {
   if (missing.length) return;
@@ -57,7 +58,30 @@ test('chat completions: streamed chunks and the whole answer in OpenAI\'s shapes
   assert.equal(whole.choices[0].message.role, 'assistant');
   assert.equal(whole.choices[0].message.content, text, 'greedy: the whole answer is the streamed one');
   assert.equal(whole.choices[0].finish_reason, 'stop');
+  firstAnswer = whole.choices[0].message.content;
   assert.deepEqual(out.models.data.map((m) => [m.id, m.object, m.kind]), [[model('smollm2-135m-instruct'), 'model', 'text']]);
+});
+
+test('load reports progress per file; concurrent requests to one model queue, each answered', { timeout: TIMEOUTS.file }, async (t) => {
+  if (missing.length) return t.skip('models missing');
+  const out = await page.evaluate(async ({ model, voice }) => {
+    const { engine } = window.__onnxpipeLibrary;
+    const progress = [];
+    const info = await engine.load(voice, { onProgress: (p) => progress.push(p) });
+    const ask = (content) => engine.chat.completions.create({ model, messages: [{ role: 'user', content }], max_tokens: 24, temperature: 0 });
+    const order = [];
+    const answers = await Promise.all(['What is 2 + 2?', 'Name a color.', 'Say hello.'].map((q, i) => ask(q).then((r) => {
+      order.push(i);
+      return r.choices[0].message.content;
+    })));
+    return { kind: info.kind, progress, answers, order };
+  }, { model: model('smollm2-135m-instruct'), voice: model('piper-en-us-joe') });
+  assert.equal(out.kind, 'speech');
+  assert.ok(out.answers.every((a) => a.length > 0), JSON.stringify(out.answers));
+  assert.deepEqual(out.order, [0, 1, 2], 'answered in the order asked');
+  const files = out.progress.filter((p) => p.file !== 'runtime' && p.total > 0);
+  assert.ok(files.some((p) => p.file.endsWith('.onnx') && p.loaded === p.total), JSON.stringify(out.progress.slice(-5)));
+  assert.ok(out.progress.every((p) => typeof p.file === 'string' && p.loaded <= p.total && p.model.endsWith('/piper-en-us-joe/')));
 });
 
 test('an AbortSignal ends the stream with an AbortError; the model answers the next request as before', { timeout: TIMEOUTS.file }, async (t) => {
@@ -82,6 +106,7 @@ test('an AbortSignal ends the stream with an AbortError; the model answers the n
   assert.deepEqual(out.error, { name: 'AbortError', kind: 'aborted' });
   assert.ok(out.chunks <= 4, `chunks after the abort: ${out.chunks}`);
   assert.match(out.after, /Paris/);
+  if (firstAnswer !== null) assert.equal(out.after, firstAnswer, 'the same answer as the freshly loaded model gave');
 });
 
 test('bad requests: typed errors that name the field; the engine stays usable', { timeout: TIMEOUTS.file }, async (t) => {
