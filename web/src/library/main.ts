@@ -27,11 +27,13 @@ async function main(): Promise<void> {
   const ask = el('button', { type: 'button', class: 'primary', disabled: true, 'data-testid': 'library-ask', text: 'Ask' });
   const stop = el('button', { type: 'button', disabled: true, 'data-testid': 'library-stop', text: 'Stop' });
   const answer = el('p', { 'data-testid': 'library-answer' });
-  app.append(el('main', { class: 'page' },
-    el('h1', { text: 'onnxpipe as a library' }),
-    el('p', { text: 'A chat on the OpenAI-shaped engine (createEngine, chat.completions.create with stream: true, an AbortSignal for Stop).' }),
-    labelled('Model (a bundle URL)', model), labelled('Question', question),
-    el('div', {}, ask, stop), status, answer));
+  app.append(el('div', { class: 'app' },
+    el('header', { class: 'app-header' },
+      el('h1', { text: 'onnxpipe as a library' }),
+      el('p', { class: 'tagline', text: 'A chat on the OpenAI-shaped engine: createEngine, chat.completions.create with stream: true, an AbortSignal for Stop (docs/library.md)' })),
+    el('main', { class: 'library' },
+      labelled('Model (a bundle URL)', model), labelled('Question', question),
+      el('div', { class: 'library-buttons' }, ask, stop), status, answer)));
 
   const engine = await createEngine({ onProgress: (p) => { status.textContent = progressText(p); } });
   window.__onnxpipeLibrary = {
