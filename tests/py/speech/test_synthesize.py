@@ -49,7 +49,10 @@ def test_warm_up_speaks_a_first_piece_sized_text_only_for_a_fast_voice(pipe, mon
     spoken = []
     speak = pipe.speak
     monkeypatch.setattr(pipe, "speak", lambda text, **kw: spoken.append(text) or speak(text, **kw))
-    pipe.warm_up()                       # Piper natively: well above WARM_UP_LONG_MIN_RTF
+    # as a fast voice (Piper natively is ~20x real time, but a loaded CI machine measured it below
+    # WARM_UP_LONG_MIN_RTF once): the choice rests on the measured speed, not on this machine's
+    monkeypatch.setattr(synthesize, "WARM_UP_LONG_MIN_RTF", 0.0)
+    pipe.warm_up()
     assert spoken == ["Hello.", "Hello.", synthesize.WARM_UP_TEXT]   # cold, warm, then the sentence
     spoken.clear()
     monkeypatch.setattr(synthesize, "WARM_UP_LONG_MIN_RTF", 1e9)   # as a voice slower than that
