@@ -1,5 +1,6 @@
 // Items pushed by one side (token events), pulled with for await by the other; ends once, with
-// or without an error.
+// or without an error. An abort ends it at once: items not yet pulled are dropped, so a consumer
+// that aborts sees the error on its very next read, however far ahead the producer got.
 
 export class Channel<T> implements AsyncIterable<T> {
   private readonly items: T[] = [];
@@ -18,6 +19,13 @@ export class Channel<T> implements AsyncIterable<T> {
     this.ended = true;
     this.error = error;
     this.wake?.();
+  }
+
+  /** End now with ``error``, dropping what the consumer has not pulled yet. */
+  abort(error: unknown): void {
+    if (this.ended) return;
+    this.items.length = 0;
+    this.end(error);
   }
 
   async *[Symbol.asyncIterator](): AsyncIterator<T> {

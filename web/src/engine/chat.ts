@@ -51,11 +51,14 @@ export class ChatCompletions {
         usage: usage(result),
       };
     }
+    // The reader sees the AbortError on its next read; the worker's cancel completes behind it.
+    const abortStream = () => channel.abort(new AbortError());
+    signal?.addEventListener('abort', abortStream, { once: true });
     done.then((result) => {
       channel.push(chunk({}, result.finish_reason as Finish));
       if (call.includeUsage) channel.push({ ...chunk({}), choices: [], usage: usage(result) });
       channel.end();
-    }, (error: unknown) => channel.end(error));
+    }, (error: unknown) => channel.end(error)).finally(() => signal?.removeEventListener('abort', abortStream));
     return channel;
   }
 
