@@ -18,7 +18,7 @@ PORT ?= 8080
 HOST_PAGE_PORT ?= 8081
 export DEBIAN_FRONTEND := noninteractive
 
-.PHONY: demo chat test models fixtures fuzz soak bench setup clean-models web web-deps node-deps typecheck e2e espeak
+.PHONY: demo chat test models fixtures fuzz soak bench setup clean-models web web-deps node-deps typecheck e2e espeak package
 
 demo: models web ## build the site and serve the demo on http://127.0.0.1:$(PORT)/ (+ a site embedding the widget on $(HOST_PAGE_PORT))
 	$(PY) tools/serve.py --port $(PORT) --host-page-port $(HOST_PAGE_PORT)
@@ -26,7 +26,7 @@ demo: models web ## build the site and serve the demo on http://127.0.0.1:$(PORT
 chat: models ## prepare the demo model and chat with it in the terminal
 	$(PY) -m onnxpipe chat $(SMOLLM2)
 
-test: models fixtures web-deps web ## every test: pytest, typecheck, the browser tests; then one "N passed, N failed" line
+test: models fixtures web-deps web package ## every test: pytest, typecheck, the browser tests; then one "N passed, N failed" line
 	$(PY) tools/run_tests.py
 
 e2e: web-deps web ## only the browser tests (over a fresh dist/)
@@ -53,6 +53,9 @@ $(NODE_STAMP): package.json package-lock.json
 web: $(STAMP) node-deps ## build the site into dist/: the onnxpipe wheel + pyodide-lock.json, then vite build
 	$(PY) tools/build_pyodide_lock.py
 	node_modules/.bin/vite build
+
+package: web ## the npm package onnxpipe: build/package/onnxpipe-X.Y.Z.tgz (docs/library.md)
+	node tools/build_package.mjs
 
 bench: models node-deps ## decode speed (per dtype too) and speech real-time factor side by side (native, then headless Chromium)
 	$(PY) bench/decode_speed.py $(SMOLLM2) --variant int4 --busy --settings all   # genai's file

@@ -46,6 +46,7 @@ HEADERS = {
     "Cross-Origin-Embedder-Policy": "require-corp",
     "Cross-Origin-Resource-Policy": "same-origin",
 }
+ISOLATION_HEADERS = frozenset(HEADERS)  # cross-origin isolation: what threads (SharedArrayBuffer) need
 
 MIME = {
     ".wasm": "application/wasm",
@@ -69,7 +70,7 @@ MIME = {
 
 
 def make_handler(root: Path, mounts: list[tuple[str, Path]], quiet: bool, frame_ancestors: str = "*",
-                 content_security_policy: bool = True):
+                 content_security_policy: bool = True, isolated: bool = True):
     class Handler(RangeMixin, http.server.SimpleHTTPRequestHandler):  # Range: tools/http_range.py
         protocol_version = "HTTP/1.1"  # keep-alive: the page fetches dozens of files
         extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map, **MIME}
@@ -98,6 +99,8 @@ def make_handler(root: Path, mounts: list[tuple[str, Path]], quiet: bool, frame_
             own = {**HEADERS, "Content-Security-Policy": csp.policy()}
             for k, v in {**own, **embed_server.widget_headers(url_path, frame_ancestors)}.items():
                 if k == "Content-Security-Policy" and not content_security_policy:
+                    continue
+                if k in ISOLATION_HEADERS and not isolated:
                     continue
                 self.send_header(k, v)
             self.send_header("Cache-Control", "no-cache")
@@ -135,6 +138,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--no-csp", action="store_true",
                     help="send no Content-Security-Policy (for benchmark pages of other runtimes only; "
                          "docs/security.md)")
+    ap.add_argument("--no-isolation", action="store_true",
+                    help="send no COOP/COEP/CORP (a page that is not cross-origin isolated: one WASM thread)")
     ap.add_argument("--host-page-port", type=int, default=None,
                     help="also serve the example host page (--host-page-dir) on this port: a second "
                          "origin that embeds the widget from this one (0: a free port)")
@@ -152,7 +157,8 @@ def main(argv: list[str] | None = None) -> None:
     if not (root / "index.html").is_file():
         sys.exit(f"{root}/index.html not found: build the site first (make web)")
     mounts = sorted([("/models/", args.models.resolve()), *args.mount], key=lambda m: -len(m[0]))
-    server = QuietServer((args.host, args.port), make_handler(root, mounts, args.quiet, frame_ancestors, not args.no_csp))
+    server = QuietServer((args.host, args.port), make_handler(root, mounts, args.quiet, frame_ancestors, not args.no_csp,
+                                                                  not args.no_isolation))
     host, port = server.server_address[:2]
     print(f"serving http://{host}:{port}/", flush=True)
     print(f"  / from {root}; " + "; ".join(f"{p} from {d}" for p, d in mounts), flush=True)

@@ -5,6 +5,7 @@
 import type * as Ort from 'onnxruntime-web';
 
 import type { ExecutionProvider, StartupStage, ThreadChoice } from '../web/src/protocol';
+import { assets } from './assets';
 import { bridge, useOrt } from './bridge';
 import { bootPython, type PyodideLike, type SnapshotUse } from './python-boot';
 import { chooseThreads } from './threads';
@@ -56,9 +57,19 @@ const TINY_MODEL = new Uint8Array([
 ]);
 
 /** The plain WASM build unless WebGPU is asked for: it is faster on WASM and has kernels the
- * WebGPU-capable build lacks (GatherBlockQuantized). Fixed for the worker's lifetime. */
+ * WebGPU-capable build lacks (GatherBlockQuantized). Fixed for the worker's lifetime. Imported
+ * from the URL the page gave (a bundler renames both files), its wasm named the same way. */
 async function loadOrt(ep?: ExecutionProvider): Promise<typeof Ort> {
-  return ep === 'webgpu' ? await import('onnxruntime-web/webgpu') : await import('onnxruntime-web/wasm');
+  const urls = assets();
+  const [module, wasm] = ep === 'webgpu' ? [urls.ort_webgpu, urls.ort_webgpu_binary] : [urls.ort_wasm, urls.ort_wasm_binary];
+  let ort: typeof Ort;
+  try {
+    ort = (await import(/* @vite-ignore */ module)) as typeof Ort;
+  } catch (error) {
+    throw new Error(`onnxruntime-web: cannot import ${module} (${error instanceof Error ? error.message : String(error)})`);
+  }
+  ort.env.wasm.wasmPaths = { wasm };
+  return ort;
 }
 
 export interface PythonRuntime extends PyodideLike {
@@ -87,7 +98,7 @@ export async function bootRuntime<P extends PythonRuntime>(
     const session = await (await ortModule).InferenceSession.create(TINY_MODEL, { executionProviders: ['wasm'] });
     await session.release();
   });
-  const python = bootPython<P>(self.location.origin);
+  const python = bootPython<P>(assets());
   const [ort, booted] = await Promise.all([ortModule, python]);
   stages.add('pyodide', start, booted.interpreterAt);
   const { py } = booted;

@@ -17,6 +17,9 @@ export function useOrt(module: OrtModule): void {
   ort = module;
 }
 
+/** That build, once the worker chose it (else null). */
+export const currentOrt = (): OrtModule | null => ort ?? null;
+
 /** Bundle files the worker loaded, by bundle-relative path: bytes, or a Blob backed by this
  * device's storage for weight files (passed to onnxruntime-web as externalData as it is). */
 export const files = new Map<string, Uint8Array | Blob>();

@@ -4,7 +4,7 @@
 // Also the Web Lock the worker holds while it lives (the page learns of its death when it is
 // released) and the test-only ways to break it (gated by the 'watch' request's debug flag).
 
-import { bridge } from './bridge';
+import { bridge, currentOrt } from './bridge';
 
 /** How errors that mean "the engine is unusable" read, wherever they surface: thrown in the
  * worker, or wrapped by Python's EngineError/error_json as text ("... RuntimeError: unreachable").
@@ -89,8 +89,9 @@ interface GpuDeviceLike {
 
 /** onnxruntime-web's WebGPU device (this worker loaded its WebGPU build), or null. */
 async function gpuDevice(): Promise<GpuDeviceLike | null> {
-  const ort = await import('onnxruntime-web/webgpu');
-  return ((await ort.env.webgpu.device) as unknown as GpuDeviceLike | undefined) ?? null;
+  const ort = currentOrt();
+  if (!ort) return null;
+  return ((await ort.env.webgpu?.device) as unknown as GpuDeviceLike | undefined) ?? null;
 }
 
 let watchedDevice: GpuDeviceLike | null = null;

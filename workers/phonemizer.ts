@@ -1,8 +1,11 @@
 // The browser's phonemizer: eSpeak-NG compiled to JavaScript (@echogarden/espeak-ng-emscripten,
-// GPL-3.0), served by the site itself at /espeak-ng/ (vite.config.ts, tools/serve.py). Python
+// GPL-3.0), from the URLs the page gave (the site serves it at /espeak-ng/: vite.config.ts,
+// tools/serve.py; the npm package carries it in assets/espeak-ng/). Python
 // reaches it as onnxpipe_js.phonemize (py/onnxpipe/phonemes/web.py); the result is espeak's
 // IPA text (clauses on lines, phonemes joined by "_"), which Python cleans exactly as it
 // cleans native espeak-ng output.
+
+import { assets } from './assets';
 
 /** What we use of the package (it ships no types). */
 interface EspeakWorker {
@@ -19,9 +22,6 @@ interface Espeak {
   worker: EspeakWorker;
 }
 type EspeakFactory = (moduleArg?: Record<string, unknown>) => Promise<EspeakModule>;
-
-const MODULE_PATH = '/espeak-ng/espeak-ng.js';
-const DATA_PATH = '/espeak-ng/espeak-ng.data'; // next to the module, where it would look itself
 
 let loading: Promise<Espeak> | null = null;
 const utf8 = new TextDecoder();
@@ -40,7 +40,7 @@ async function fetchData(url: string): Promise<ArrayBuffer> {
   } catch (e) {
     throw new Error(`phonemizer: cannot fetch ${url} (${reason(e)})`);
   }
-  if (!response.ok) throw new Error(`phonemizer: ${url} answered HTTP ${response.status}; the site must serve espeak-ng.js and espeak-ng.data from /espeak-ng/`);
+  if (!response.ok) throw new Error(`phonemizer: ${url} answered HTTP ${response.status}; espeak-ng.js and espeak-ng.data must be served where the runtime's assets say`);
   return response.arrayBuffer();
 }
 
@@ -53,8 +53,8 @@ async function importFactory(url: string): Promise<EspeakFactory> {
 }
 
 async function load(): Promise<Espeak> {
-  const url = new URL(MODULE_PATH, self.location.origin).href;
-  const [data, factory] = await Promise.all([fetchData(new URL(DATA_PATH, self.location.origin).href), importFactory(url)]);
+  const { espeak_ng: url, espeak_ng_data: dataUrl } = assets();
+  const [data, factory] = await Promise.all([fetchData(dataUrl), importFactory(url)]);
   try {
     // the file packager takes the bytes from this hook instead of fetching them itself
     const module = await factory({ getPreloadedPackage: () => data });

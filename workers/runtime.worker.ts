@@ -7,6 +7,7 @@ import type {
   ErrorKind, Event, ExecutionProvider, LoadedInfo, Request, RunResult, SentenceInfo, SpeechResult, ThreadChoice, TranscriptWindow,
   TranscriptionResult, VoiceActivityResult,
 } from '../web/src/protocol';
+import { configureAssets } from './assets';
 import { BOOT_STEPS, Stages, bootRuntime, bootStepsDone, now } from './boot';
 import { type RgbImage, toRgbImages } from './images';
 import { files, setCancel, useCancelBuffer } from './bridge';
@@ -338,6 +339,9 @@ async function handle(request: Request): Promise<void> {
     }
   }
   switch (request.type) {
+    case 'configure':
+      configureAssets(request.assets);
+      return;
     case 'listen': {
       // chunks keep coming while other requests run: the listen holds no busy flag
       const entry = await loadedEntry(request.id);
@@ -389,7 +393,9 @@ async function handle(request: Request): Promise<void> {
       post({ type: 'cancelled', id: request.id });
       return;
     case 'cancel':
-      setCancel(true);
+      // only a running request is cancelled: a cancel that arrives after its request ended
+      // (the page's shared flag already stopped it) must not stop the next one
+      if (busy) setCancel(true);
       post({ type: 'cancelled', id: request.id });
       return;
     case 'dispose':

@@ -5,6 +5,8 @@ import type {
   SentenceInfo, ThreadChoice, SpeechResult, StoredBundle, TensorInput, TranscriptWindow, TranscriptionResult, VoiceActivityResult, WasmMemory,
 } from './protocol';
 import { BUSY_SILENCE_MS, PING_EVERY_MS, WorkerWatch } from './runtime-watch';
+import { type RuntimeAssets, badAssets } from './runtime-assets';
+import { defaultAssets, makeRuntimeWorker } from './runtime-location';
 
 export class RuntimeError extends Error {
   constructor(readonly kind: string, message: string) {
@@ -93,6 +95,9 @@ export interface RuntimeOptions {
   /** A request that hears nothing from the worker this long means the worker hung: it is
    * replaced like a dead one (runtime-watch.ts BUSY_SILENCE_MS by default). */
   busySilenceMs?: number;
+  /** Where the worker finds onnxruntime-web, Pyodide, the wheel and espeak-ng (default: this
+   * build's own layout, runtime-location.ts). */
+  assets?: RuntimeAssets;
 }
 
 /** What a 'listen' reports: speech started, or ended (with the utterance's samples). */
@@ -103,9 +108,6 @@ type Pending = {
   reject: (error: RuntimeError) => void;
   onEvent?: (event: Event) => void;
 };
-
-const defaultWorker = (): Worker =>
-  new Worker(new URL('../../workers/runtime.worker.ts', import.meta.url), { type: 'module' });
 
 export class RuntimeClient {
   private worker!: Worker;
@@ -133,9 +135,13 @@ export class RuntimeClient {
   private readonly cancelFlag = self.crossOriginIsolated ? new Int32Array(new SharedArrayBuffer(4)) : null;
 
   private readonly busySilenceMs: number;
+  private readonly assets: RuntimeAssets;
 
   /** ``makeWorker`` starts a runtime worker (tests pass their own). */
-  constructor(private readonly makeWorker: () => Worker = defaultWorker, options: RuntimeOptions = {}) {
+  constructor(private readonly makeWorker: () => Worker = makeRuntimeWorker, options: RuntimeOptions = {}) {
+    this.assets = options.assets ?? defaultAssets();
+    const badAssetMap = badAssets(this.assets);
+    if (badAssetMap) throw new TypeError(badAssetMap);
     const params = pageParams();
     const debug = params.has('onnxpipe-debug');
     const crash = (how: Extract<Request, { type: 'crash' }>['how']) => this.send<void>({ type: 'crash', id: this.nextId++, how });
@@ -169,6 +175,7 @@ export class RuntimeClient {
     };
     worker.onerror = (error) => died(`an uncaught error in the worker (${error.message || 'no message'})`);
     worker.onmessageerror = () => died('a message from the worker could not be read');
+    worker.postMessage({ type: 'configure', id: this.nextId++, assets: this.assets } satisfies Request);
     this.watch = new WorkerWatch(worker, () => this.pending.size === 0, (reason) => died(reason),
       this.debug ? 250 : PING_EVERY_MS, this.busySilenceMs);
     this.watch.start(this.nextId++, this.debug !== null);

@@ -1,6 +1,8 @@
 // The one message protocol between the page (client.ts) and the runtime worker.
 // Every request carries an id; every event carries the id of the request it answers.
 
+import type { RuntimeAssets } from './runtime-assets';
+
 export type ExecutionProvider = 'wasm' | 'webgpu';
 
 export interface SearchOptions {
@@ -123,6 +125,7 @@ export type Request =
   | { type: 'memory'; id: number } // the worker's wasm heap sizes: answered by 'memory'
   // self-healing (web/src/runtime-watch.ts): the worker holds the Web Lock ``lock`` while it lives
   // (answered by 'watching'); 'ping' is answered by 'pong' (the idle heartbeat)
+  | { type: 'configure'; id: number; assets: RuntimeAssets } // first, before any other request
   | { type: 'watch'; id: number; lock: string; debug: boolean }
   | { type: 'ping'; id: number }
   // test only (refused unless 'watch' had debug): make the next engine run trap like a wasm

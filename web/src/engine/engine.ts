@@ -5,7 +5,8 @@ import { RuntimeClient, type LoadOptions } from '../client';
 import type { ExecutionProvider, LoadedInfo } from '../protocol';
 import { Speech, Transcriptions } from './audio';
 import { ChatCompletions } from './chat';
-import { fromRuntime } from './errors';
+import { InputError, fromRuntime } from './errors';
+import { assetsAt } from '../runtime-assets';
 import { engineFetch } from './fetch';
 import { ModelTable } from './models';
 
@@ -24,6 +25,9 @@ export interface EngineOptions {
   ep?: ExecutionProvider;
   /** WASM threads (default: one per core up to 4 where the page is cross-origin isolated, else 1). */
   threads?: number;
+  /** A folder laid out as the package's assets/ (self-hosted or on a CDN) to load onnxruntime-web,
+   * Pyodide, the onnxpipe wheel and espeak-ng from; default: the copies next to this module. */
+  assetBase?: string | URL;
 }
 
 export interface ModelLoadOptions {
@@ -50,7 +54,7 @@ export class Engine {
   readonly fetch: typeof fetch;
 
   constructor(private readonly options: EngineOptions, spare: RuntimeClient | null) {
-    this.table = new ModelTable(() => new RuntimeClient(), spare);
+    this.table = new ModelTable(() => newClient(options), spare);
     this.chat = { completions: new ChatCompletions(this.table) };
     this.audio = { speech: new Speech(this.table), transcriptions: new Transcriptions(this.table) };
     this.models = {
@@ -78,9 +82,18 @@ export class Engine {
   }
 }
 
+function newClient(options: EngineOptions): RuntimeClient {
+  return new RuntimeClient(undefined, options.assetBase === undefined ? {} : { assets: assetsAt(options.assetBase) });
+}
+
 /** Start the runtime (Pyodide, onnxruntime-web, onnxpipe) and resolve with an engine. */
 export async function createEngine(options: EngineOptions = {}): Promise<Engine> {
-  const client = new RuntimeClient();
+  let client: RuntimeClient;
+  try {
+    client = newClient(options);
+  } catch (error) {
+    throw new InputError(error instanceof Error ? error.message : String(error), 'assetBase');
+  }
   try {
     await client.boot({ ep: options.ep, threads: options.threads });
   } catch (error) {
