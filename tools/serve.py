@@ -70,7 +70,7 @@ MIME = {
 
 
 def make_handler(root: Path, mounts: list[tuple[str, Path]], quiet: bool, frame_ancestors: str = "*",
-                 content_security_policy: bool = True, isolated: bool = True):
+                 content_security_policy: bool = True, isolated: bool = True, cors: bool = False):
     class Handler(RangeMixin, http.server.SimpleHTTPRequestHandler):  # Range: tools/http_range.py
         protocol_version = "HTTP/1.1"  # keep-alive: the page fetches dozens of files
         extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map, **MIME}
@@ -102,7 +102,11 @@ def make_handler(root: Path, mounts: list[tuple[str, Path]], quiet: bool, frame_
                     continue
                 if k in ISOLATION_HEADERS and not isolated:
                     continue
+                if k == "Cross-Origin-Resource-Policy" and cors:
+                    v = "cross-origin"
                 self.send_header(k, v)
+            if cors:
+                self.send_header("Access-Control-Allow-Origin", "*")
             self.send_header("Cache-Control", "no-cache")
             super().end_headers()
 
@@ -140,6 +144,9 @@ def main(argv: list[str] | None = None) -> None:
                          "docs/security.md)")
     ap.add_argument("--no-isolation", action="store_true",
                     help="send no COOP/COEP/CORP (a page that is not cross-origin isolated: one WASM thread)")
+    ap.add_argument("--cors", action="store_true",
+                    help="let any origin read these files (Access-Control-Allow-Origin: *, "
+                         "Cross-Origin-Resource-Policy: cross-origin), as a CDN would")
     ap.add_argument("--host-page-port", type=int, default=None,
                     help="also serve the example host page (--host-page-dir) on this port: a second "
                          "origin that embeds the widget from this one (0: a free port)")
@@ -158,7 +165,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(f"{root}/index.html not found: build the site first (make web)")
     mounts = sorted([("/models/", args.models.resolve()), *args.mount], key=lambda m: -len(m[0]))
     server = QuietServer((args.host, args.port), make_handler(root, mounts, args.quiet, frame_ancestors, not args.no_csp,
-                                                                  not args.no_isolation))
+                                                                  not args.no_isolation, args.cors))
     host, port = server.server_address[:2]
     print(f"serving http://{host}:{port}/", flush=True)
     print(f"  / from {root}; " + "; ".join(f"{p} from {d}" for p, d in mounts), flush=True)

@@ -83,11 +83,12 @@ export function siteDir() {
  * Start tools/serve.py on a free port. mounts: {'/prefix/': 'dir relative to repo root'}.
  * Resolves to {url: 'http://127.0.0.1:PORT/', port, stop()}.
  */
-export async function startServer({ root = siteDir(), models, mounts = {}, csp = true, isolated = true } = {}) {
+export async function startServer({ root = siteDir(), models, mounts = {}, csp = true, isolated = true, cors = false } = {}) {
   const args = [path.join(ROOT, 'tools', 'serve.py'), '--port', '0', '--quiet', '--root', root];
   if (models) args.push('--models', models);
   if (!csp) args.push('--no-csp');   // benchmarks' pages of other runtimes (docs/security.md)
   if (!isolated) args.push('--no-isolation');   // no COOP/COEP: one WASM thread
+  if (cors) args.push('--cors');   // readable from any origin, as a CDN
   for (const [prefix, dir] of Object.entries(mounts)) args.push('--mount', `${prefix}=${dir}`);
   const proc = spawn(python(), args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
   const lines = readline.createInterface({ input: proc.stdout });

@@ -68,6 +68,7 @@ export class Engine {
 
   /** Load ``model`` now (a request naming it would load it on demand). */
   async load(model: string, options: ModelLoadOptions = {}): Promise<LoadedInfo> {
+    checkOptions('load', options, LOAD_OPTIONS);
     const onProgress = options.onProgress ?? this.options.onProgress;
     const load: LoadOptions = {
       ep: options.ep ?? this.options.ep, dtype: options.dtype, variant: options.variant, threads: this.options.threads,
@@ -82,12 +83,25 @@ export class Engine {
   }
 }
 
+const ENGINE_OPTIONS: readonly (keyof EngineOptions)[] = ['onProgress', 'ep', 'threads', 'assetBase'];
+const LOAD_OPTIONS: readonly (keyof ModelLoadOptions)[] = ['onProgress', 'ep', 'dtype', 'variant'];
+
+/** Refuse an options object with a key onnxpipe does not know (a typo would be ignored otherwise). */
+function checkOptions(call: string, options: object, known: readonly string[]): void {
+  if (typeof options !== 'object' || options === null) throw new InputError(`${call}: options must be an object, found ${String(options)}`);
+  const unknown = Object.keys(options).find((key) => !known.includes(key));
+  if (unknown !== undefined) throw new InputError(`${call}: unknown option "${unknown}" (known: ${known.join(', ')})`, unknown);
+  const { ep } = options as { ep?: unknown };
+  if (ep !== undefined && ep !== 'wasm' && ep !== 'webgpu') throw new InputError(`${call}: ep must be "wasm" or "webgpu", found ${JSON.stringify(ep)}`, 'ep');
+}
+
 function newClient(options: EngineOptions): RuntimeClient {
   return new RuntimeClient(undefined, options.assetBase === undefined ? {} : { assets: assetsAt(options.assetBase) });
 }
 
 /** Start the runtime (Pyodide, onnxruntime-web, onnxpipe) and resolve with an engine. */
 export async function createEngine(options: EngineOptions = {}): Promise<Engine> {
+  checkOptions('createEngine', options, ENGINE_OPTIONS);
   let client: RuntimeClient;
   try {
     client = newClient(options);
