@@ -66,6 +66,7 @@ bench: models node-deps ## decode speed (per dtype too) and speech real-time fac
 	node bench/browser_dtypes.mjs $(SMOLLM2_TJS)
 	node bench/browser_memory.mjs   # peak wasm memory of every bundle in public/models/
 	node bench/browser_start.mjs    # chat page: time to first token, cold and warm, with its breakdown
+	$(MAKE) package && node bench/package_speed.mjs   # the npm package in a Vite app vs the chat page: sizes, first token, decode
 	$(PY) bench/speech_rtf.py $(PIPER)          # + bare onnxruntime-web loop on both files, + TTS page first audio
 	$(PY) bench/speech_rtf.py $(KOKORO) --no-page
 	$(PY) bench/kokoro_rtf.py $(KOKORO)
