@@ -69,9 +69,9 @@ before(async () => {
     window.__runtime = (message) => new Promise((resolve) => {
       const mine = ++id;
       const listen = (e) => {
-        if (e.data?.id !== mine || !['loaded', 'done', 'error'].includes(e.data.type)) return;
+        if (e.data?.id !== mine || !('result' in e.data || 'error' in e.data)) return;
         rt.removeEventListener('message', listen);
-        resolve(e.data.type === 'error' ? { kind: e.data.kind, message: e.data.message } : { type: e.data.type, result: e.data.result });
+        resolve(e.data.error ? { kind: e.data.error.kind, message: e.data.error.message } : { type: 'result', result: e.data.result });
       };
       rt.addEventListener('message', listen);
       rt.postMessage({ ...message, id: mine });
@@ -85,13 +85,13 @@ after(async () => {
 });
 
 const run = (message) => page.evaluate((m) => window.__runtime(m), message);
-const load = (bundleUrl) => run({ type: 'load', bundleUrl, ep: 'wasm' });
+const load = (bundleUrl) => run({ verb: 'load', args: { bundle_url: bundleUrl, ep: 'wasm' } });
 
 /** Loads the untouched bundle in the same worker and checks its greedy tokens. */
 async function stillAnswers(what) {
   const loaded = await load(variant('good'));
-  assert.equal(loaded.type, 'loaded', `${what}: the worker no longer loads a good bundle: ${JSON.stringify(loaded)}\n${logs.slice(-20).join('\n')}`);
-  const done = await run({ type: 'generate', inputIds: expected.input_ids, options: { do_sample: false, max_new_tokens: 6, ignore_eos: true } });
+  assert.equal(loaded.type, 'result', `${what}: the worker no longer loads a good bundle: ${JSON.stringify(loaded)}\n${logs.slice(-20).join('\n')}`);
+  const done = await run({ verb: 'generate', args: { input_ids: expected.input_ids, options: { do_sample: false, max_new_tokens: 6, ignore_eos: true } } });
   assert.deepEqual(done.result?.tokens, expected.greedy_tokens.slice(0, 6), `${what}: ${JSON.stringify(done)}`);
 }
 

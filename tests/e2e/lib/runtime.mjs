@@ -3,7 +3,7 @@
 //
 //   const page = await openRuntimePage(context, server.url);
 //   const { info } = await loadBundle(page, server.url + 'models/x/', { ep: 'wasm' });
-//   const { result, events } = await generate(page, { inputIds: [1, 2], options: { max_new_tokens: 8 } });
+//   const { result, events } = await generate(page, { input_ids: [1, 2], options: { max_new_tokens: 8 } });
 //
 // Also: bundle folders on disk made servable (manifest.json written when missing or stale),
 // and the site to serve (dist/, rebuilt when stale). The native reference: ./agreement.mjs.
@@ -61,7 +61,7 @@ export async function loadBundle(page, bundleUrl, { ep, variant, dtype, threads,
 }
 
 /**
- * client.generate(request) in the page. request: {inputIds | prompt | messages, options}.
+ * client.generate(request) in the page. request: {input_ids | prompt | messages, options}.
  * cancelAfter: call client.cancel() once that many token events have arrived.
  * Resolves to {result, events: [{ms, text, tokenIds}], wallMs, firstTokenMs}.
  */
