@@ -96,3 +96,41 @@ def test_to_wire_leaves_out_unset_optional_fields_only():
     event = web_protocol.VadEvent(type="speech_end", start=0.5, time=1.0, end=0.9)
     assert to_wire(web_protocol.ListenHeard(events=[event])) == {
         "events": [{"type": "speech_end", "start": 0.5, "time": 1.0, "end": 0.9}]}
+
+
+def test_the_pipeline_results_cross_as_their_own_dicts_say():
+    """The wire conversions keep every key and value the pipeline's own to_dict() gives."""
+    from array import array
+
+    from onnxpipe.engine.controls import Control
+    from onnxpipe.pipeline.text_generation import GenerationResult
+    from onnxpipe.pipeline.transcription_result import TranscriptionResult, WindowText
+    from onnxpipe.pipeline.voice_activity import VoiceActivityResult
+    from onnxpipe.speech.result import SentenceAudio, SpeechResult
+    from onnxpipe.speech.segments import SpeechEvent
+
+    gen = GenerationResult(tokens=[5, 6], text="hi", finish_reason="stop", prompt_tokens=3, prefill_ms=1.23456,
+                           speculative={"passes": 2, "drafted": 4, "accepted": 3, "acceptance_rate": 0.75},
+                           sequences=[{"tokens": [5, 6], "text": "hi", "score": -0.5, "finish_reason": "stop"},
+                                      {"tokens": [5], "score": -0.9, "finish_reason": None}],
+                           padded=[[5, 6], [5, 0]])
+    assert to_wire(web_protocol.generation_result(gen)) == gen.to_dict()
+    plain = GenerationResult(tokens=[1], text="a", finish_reason=None)
+    assert to_wire(web_protocol.generation_result(plain)) == plain.to_dict()
+
+    sentences = [SentenceAudio("Hi.", [1, 2], 100, 0.1, 0.02), SentenceAudio("Yo.", [3], 50, 0.05, 0.01, tokens=[7])]
+    speech = SpeechResult(array("f", [0.0] * 150), 1000, sentences, warnings=["w"])
+    assert to_wire(web_protocol.speech_result(speech)) == dict(speech.to_dict(), sentences=[s.to_dict() for s in sentences])
+
+    window = WindowText(0, 0.0, 1.5, "hello", [9], 0.25)
+    text = TranscriptionResult("hello", [9], 1.5, 0.25, [window], "cancelled")
+    assert to_wire(web_protocol.transcription_result(text)) == dict(text.to_dict(), windows=[window.to_dict()],
+                                                                     finish_reason="cancelled")
+
+    events = [SpeechEvent("speech_start", 0.1, None, 0.3), SpeechEvent("speech_end", 0.1, 0.9, 1.2)]
+    vad = VoiceActivityResult([(0.1, 0.9)], array("f", [0.5, 0.25]), events, 16000, 512, 1024, 0.01)
+    assert to_wire(web_protocol.voice_activity_result(vad)) == dict(vad.to_dict(probabilities=True),
+                                                                    events=[e.to_dict() for e in events])
+
+    control = Control("voice", "a", None, None, "which voice", ("a", "b"))
+    assert to_wire(web_protocol.control_info(control)) == control.to_dict()
