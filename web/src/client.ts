@@ -150,8 +150,7 @@ export class RuntimeClient {
   async load(bundleUrl: string, options: LoadOptions = {}): Promise<LoadedInfo> {
     const booted = this.booted;
     const bootFits = !booted || ((booted.ep ?? 'wasm') === (options.ep ?? 'wasm') && booted.threads === options.threads);
-    if (this.loads > 0 || !bootFits) this.runtime.replace('a new bundle is loading');
-    else await this.runtime.whenUsable('load', true).catch(() => this.runtime.replace('a new bundle is loading'));
+    this.runtime.takeOver(this.loads > 0 || !bootFits, 'a new bundle is loading');
     this.booted = null;
     this.lastLoad = null;
     const info = await this.loadInWorker(bundleUrl, options);

@@ -63,9 +63,11 @@ export class Supervisor {
     return this.restoring !== null;
   }
 
-  /** A fresh worker for a new load: what ran in the old one fails with ``message``. */
-  replace(message: string): void {
-    this.restoring = null;   // this load replaces any reload under way
+  /** A load of the page's own: it replaces any reload under way; with ``fresh`` (or after
+   * restarting gave up) it runs in a new worker, and what ran in the old one fails with ``message``. */
+  takeOver(fresh: boolean, message: string): void {
+    this.restoring = null;
+    if (!fresh && !this.dead) return;
     this.stop();
     this.channel.failAll('internal', message);
     this.dead = false;
