@@ -23,6 +23,7 @@ import { RunCollector } from './one-pass';
 const post = (message: WorkerMessage, transfer: Transferable[] = []): void => self.postMessage(message, transfer);
 let sampleRate = 0; // of the loaded speech bundle
 let debugHooks = false;   // test-only calls ('crash') allowed: set by 'watch'
+let busy: Verb | null = null;   // the call that has the engine to itself (VERBS' exclusive ones)
 
 /** The engine is unusable: say so instead of answering (the page replaces this worker). */
 function fatal(id: number, reason: string): void {
@@ -179,9 +180,11 @@ const VERBS: { [V in Verb]: Handler<V> } = {
   },
   audio_clip: { takes: ['from'], run: (args, call) => listener.clip(args, call.transfer) },
   cancel: {
+    // only a call still running: a cancel that arrives after its call ended (the page clears the
+    // shared flag as it starts the next) must not stop the next one
     takes: [],
     run: () => {
-      setCancel(true);
+      if (busy) setCancel(true);
       return null;
     },
   },
@@ -237,8 +240,6 @@ const VERBS: { [V in Verb]: Handler<V> } = {
     },
   },
 };
-
-let busy: Verb | null = null;
 
 /** Check the call's shape, verb and argument names, then run its handler. */
 async function handle(verb: string, args: Record<string, unknown>, call: Call): Promise<unknown> {
