@@ -112,7 +112,7 @@ async function main() {
     const loaded = await loadBundle(page, `${server.url}models/${NAME}/`, { ep: 'wasm', variant, threads });
     const pipeRuns = [];
     for (let r = 0; r < RUNS; r++) {
-      const { result } = await generate(page, { inputIds: PROMPT, options: { do_sample: false, max_new_tokens: TOKENS, ignore_eos: true } }, { timeout: 600_000 });
+      const { result } = await generate(page, { input_ids: PROMPT, options: { do_sample: false, max_new_tokens: TOKENS, ignore_eos: true } }, { timeout: 600_000 });
       pipeRuns.push(result);
       log(`# onnxpipe run ${r + 1}: ${result.decode_tokens_per_s.toFixed(2)} tokens/s, prefill ${result.prefill_ms.toFixed(0)} ms`);
     }
@@ -138,7 +138,7 @@ async function main() {
     }
     await page.close();
     const best = pipeRuns.reduce((a, b) => (b.decode_tokens_per_s > a.decode_tokens_per_s ? b : a));
-    out.onnxpipe = { tokens_per_s: best.decode_tokens_per_s, runs: pipeRuns.map((r) => r.decode_tokens_per_s), prefill_ms: best.prefill_ms, session: loaded.info.sessions, load_ms: loaded.info.loadMs };
+    out.onnxpipe = { tokens_per_s: best.decode_tokens_per_s, runs: pipeRuns.map((r) => r.decode_tokens_per_s), prefill_ms: best.prefill_ms, session: loaded.info.sessions, load_ms: loaded.info.load_ms };
 
     // bare loop: one run per page load (it decodes TOKENS after its prefill step)
     await fresh();

@@ -74,7 +74,7 @@ async function runDtype(server, dtype, threads) {
     if (offsite.length) throw new Error(`requests left 127.0.0.1: ${offsite.join(', ')}`);
     const file = loaded.info.sessions.decoder.file;
     return {
-      dtype, file, bytes: dtypeBytes(file), load_ms: loaded.info.loadMs, load_wall_ms: loaded.wallMs,
+      dtype, file, bytes: dtypeBytes(file), load_ms: loaded.info.load_ms, load_wall_ms: loaded.wallMs,
       tokens_per_s: median(runs.map((r) => r.decode_tokens_per_s)), runs_tokens_per_s: runs.map((r) => r.decode_tokens_per_s),
       prefill_ms: median(runs.map((r) => r.prefill_ms)), tokens: runs.map((r) => r.tokens), texts: runs.map((r) => r.text),
       dtypes: loaded.info.dtypes, browser: browser.version(),

@@ -106,7 +106,7 @@ async function main() {
         const first = await measure(server, name, undefined, audio);
         delete first.speech;
         rows.push(first);
-        log(`# ${name} ${first.dtype}: peak ORT ${mib(first.peak.ortBytes)} MiB`);
+        log(`# ${name} ${first.dtype}: peak ORT ${mib(first.peak.ort_bytes)} MiB`);
         const wanted = ONLY_DTYPES ? ONLY_DTYPES.split(',') : first.dtypes;
         dtypes = wanted.filter((d) => d !== first.dtype);
       }
@@ -115,7 +115,7 @@ async function main() {
         if (row.speech && dir === PIPER) audio = { samples: row.speech.samples, rate: row.speech.rate };
         delete row.speech;
         rows.push(row);
-        log(`# ${name}${row.dtype ? ` ${row.dtype}` : ''}: peak ORT ${mib(row.peak.ortBytes)} MiB, Pyodide ${mib(row.peak.pythonBytes)} MiB (${row.request})`);
+        log(`# ${name}${row.dtype ? ` ${row.dtype}` : ''}: peak ORT ${mib(row.peak.ort_bytes)} MiB, Pyodide ${mib(row.peak.python_bytes)} MiB (${row.request})`);
       }
     }
   } finally {
@@ -126,8 +126,8 @@ async function main() {
   console.log('  bundle                          file(s)                         ORT load  ORT peak  Pyodide peak  request');
   for (const r of rows) {
     const label = `${r.bundle}${r.dtype ? ` ${r.dtype}` : ''}`;
-    console.log(`  ${label.padEnd(32)}${r.files.join(',').slice(0, 30).padEnd(32)}${mib(r.after_load.ortBytes).padStart(8)}  ` +
-      `${mib(r.peak.ortBytes).padStart(8)}  ${mib(r.peak.pythonBytes).padStart(12)}  ${r.request}`);
+    console.log(`  ${label.padEnd(32)}${r.files.join(',').slice(0, 30).padEnd(32)}${mib(r.after_load.ort_bytes).padStart(8)}  ` +
+      `${mib(r.peak.ort_bytes).padStart(8)}  ${mib(r.peak.python_bytes).padStart(12)}  ${r.request}`);
   }
 }
 

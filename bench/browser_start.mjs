@@ -67,8 +67,8 @@ async function visit(context, url) {
         pageTotalMs: ttft?.dataset.totalMs ? Number(ttft.dataset.totalMs) : null,
         parts: read('[data-testid=ttft-part]', 'part'),
         stages: read('[data-testid=ttft-stage]', 'stage'),
-        snapshot: info.startup?.pythonSnapshot ?? null,
-        threads: `${info.threads}${info.threadsReason ? ` (${info.threadsReason})` : ''}`,
+        snapshot: info.startup?.python_snapshot ?? null,
+        threads: `${info.threads}${info.threads_reason ? ` (${info.threads_reason})` : ''}`,
       };
     });
   } finally {

@@ -1,96 +1,76 @@
-// 'listen', 'unlisten' and 'audio-clip' (web/src/protocol.ts): the loaded voice-activity bundle
+// 'listen', 'unlisten' and 'audio_clip' (web/src/protocol.ts): the loaded voice-activity bundle
 // runs on microphone chunks that arrive on a MessagePort straight from the capture worklet
-// (workers/audio-tap.ts); speech events go to the page, a finished utterance with its samples.
+// (workers/audio-tap.ts); 'speech' events go to the page under the listen's id, a finished
+// utterance with its samples.
 
-import type { ControlValue, ErrorKind, Event, Request } from '../web/src/protocol';
+import type { ArgsOf, AudioClip, ErrorKind, SpeechEvent, VadEvent, WorkerMessage } from '../web/src/protocol';
 import { AudioTap } from './audio-tap';
-
-/** The Python entry points a listen needs (py/onnxpipe/web_entry.py). */
-export interface VadEntry {
-  start(controlsJson: string): Promise<string>;
-  push(samples: Float32Array): Promise<string>;
-  stop(): Promise<string>;
-}
-
-interface PyEvent {
-  type: 'speech_start' | 'speech_end';
-  start: number;
-  end?: number;
-  time: number;
-}
-
-type Reply = { error?: { kind: string; message: string } } & Record<string, unknown>;
+import type { PythonEntry } from './python-entry';
 
 export class Listener {
   private readonly tap = new AudioTap();
   private id: number | null = null;
   private sampleRate = 16000;
 
-  constructor(private readonly post: (event: Event, transfer?: Transferable[]) => void) {}
+  /** ``post``: a message to the page (events and a late error of the running listen). */
+  constructor(private readonly post: (message: WorkerMessage, transfer?: Transferable[]) => void) {}
 
-  get listening(): boolean {
-    return this.id !== null;
-  }
-
-  /** Start the detector, then feed it from the port. False (an error was posted) if it failed. */
-  async listen(request: Extract<Request, { type: 'listen' }>, vad: VadEntry): Promise<void> {
-    const { id } = request;
-    await this.stop(vad);
-    const started = this.parse(id, await vad.start(JSON.stringify(request.controls ?? {} satisfies Record<string, ControlValue>)));
-    if (!started) {
-      request.port.close();
-      return;
+  /** Start the detector, then feed it from the port; resolves with the rate it takes (a failed
+   * start throws, and closes the port). */
+  async listen(id: number, args: ArgsOf<'listen'>, entry: PythonEntry): Promise<{ sample_rate: number }> {
+    await this.stop(entry);
+    let started;
+    try {
+      started = await entry.call('listen_start', { controls: args.controls ?? {} });
+    } catch (error) {
+      args.port.close();
+      throw error;
     }
-    this.sampleRate = Number(started.sample_rate ?? 16000);
+    this.sampleRate = started.sample_rate;
     this.id = id;
-    this.tap.attach(request.port, async (samples) => {
+    this.tap.attach(args.port, async (samples) => {
       if (this.id !== id) return;
-      const reply = JSON.parse(await vad.push(samples)) as Reply & { events?: PyEvent[] };
-      if (reply.error) throw Object.assign(new Error(reply.error.message), { kind: reply.error.kind });
-      for (const event of reply.events ?? []) this.report(id, event);
+      const heard = await entry.call('listen_push', {}, undefined, samples);
+      for (const event of heard.events) this.report(id, event);
     }, (error) => {
       // the tap stopped: tell the page once, under the listen's id
       if (this.id !== id) return;
       this.id = null;
       const e = error as Error & { kind?: string };
-      this.post({ type: 'error', id, kind: (e.kind ?? 'internal') as ErrorKind, message: e.message ?? String(error) });
+      this.post({ id, error: { kind: (e.kind ?? 'internal') as ErrorKind, message: e.message ?? String(error) } });
     });
-    this.post({ type: 'listening', id, sampleRate: this.sampleRate });
+    return { sample_rate: this.sampleRate };
   }
 
   /** Stop feeding the detector and end its stream. */
-  async stop(vad: VadEntry): Promise<void> {
+  async stop(entry: PythonEntry): Promise<void> {
     if (this.id === null) return;
     this.id = null;
     this.tap.detach();
     await this.tap.settled();
-    await vad.stop();
+    await entry.call('listen_stop', {});
   }
 
-  /** The position now and, with ``from``, the samples since then. */
-  clip(request: Extract<Request, { type: 'audio-clip' }>): void {
+  /** The position now and, with ``from``, the samples since then (their buffer in ``transfer``). */
+  clip(args: ArgsOf<'audio_clip'>, transfer: Transferable[]): AudioClip {
     const position = this.tap.position;
-    const samples = request.from === undefined ? null : this.tap.slice(request.from, position);
-    this.post({ type: 'clip', id: request.id, position, samples }, samples ? [samples.buffer] : []);
+    const samples = args.from === undefined ? null : this.tap.slice(args.from, position);
+    if (samples) transfer.push(samples.buffer);
+    return { position, samples };
   }
 
-  private report(id: number, event: PyEvent): void {
+  private report(id: number, event: VadEvent): void {
     const position = this.tap.position;
     if (event.type === 'speech_start') {
-      this.post({ type: 'speech', id, kind: 'start', start: event.start, end: null, position, samples: null });
+      this.speech(id, { type: 'speech_start', start: event.start, end: null, position, samples: null });
       return;
     }
     const end = event.end ?? event.time;
     const samples = this.tap.slice(Math.floor(event.start * this.sampleRate), Math.ceil(end * this.sampleRate));
-    this.post({ type: 'speech', id, kind: 'end', start: event.start, end, position, samples }, [samples.buffer]);
+    this.speech(id, { type: 'speech_end', start: event.start, end, position, samples }, [samples.buffer]);
   }
 
-  private parse(id: number, json: string): Record<string, unknown> | null {
-    const reply = JSON.parse(json) as Reply;
-    if (reply.error) {
-      this.post({ type: 'error', id, kind: reply.error.kind as ErrorKind, message: reply.error.message });
-      return null;
-    }
-    return reply;
+  private speech(id: number, data: SpeechEvent, transfer: Transferable[] = []): void {
+    this.post({ id, event: 'speech', data }, transfer);
   }
 }

@@ -1,7 +1,7 @@
 // A 'run' of a one-pass bundle (denoising, single_pass): what Python's web_entry.run emits,
-// gathered into the 'ran' event (outputs, images with their RGBA pixels and PNG files).
+// gathered into the call's result (outputs, images with their RGBA pixels and PNG files).
 
-import type { ImageOutput, RunOutput, RunResult } from '../web/src/protocol';
+import type { ImageOutput, RunOutput, RunResult, StepEvent } from '../web/src/protocol';
 
 /** A copy of ``data``'s bytes as a ``T`` (Pyodide's views may point into its heap). */
 function own<T extends Uint8Array | Float32Array>(data: ArrayBufferView, make: (buffer: ArrayBuffer) => T): T {
@@ -24,14 +24,13 @@ export class RunCollector {
   private readonly outputs: RunOutput['outputs'] = {};
   private readonly images: ImageOutput[] = [];
 
-  /** ``onStep(step, steps)`` for each denoising step as Python reports it. */
-  constructor(private readonly onStep: (step: number, steps: number) => void) {}
+  /** ``onStep`` for each denoising step as Python reports it. */
+  constructor(private readonly onStep: (event: StepEvent) => void) {}
 
   /** Python's ``emit(kind, json, data)``. */
   readonly emit = (kind: string, json: string, data?: ArrayBufferView | null): void => {
     if (kind === 'step') {
-      const { step, steps } = JSON.parse(json) as { step: number; steps: number };
-      this.onStep(step, steps);
+      this.onStep(JSON.parse(json) as StepEvent);
     } else if (kind === 'output') {
       const { name, shape, values } = JSON.parse(json) as { name: string; shape: number[]; values?: number[] };
       this.outputs[name] = { shape, values: values ?? own(data!, (b) => new Float32Array(b)) };
@@ -44,11 +43,10 @@ export class RunCollector {
     }
   };
 
-  /** The event's payload, and the buffers to transfer with it. */
-  done(result: RunResult): { output: RunOutput; transfer: ArrayBuffer[] } {
-    const transfer: ArrayBuffer[] = [];
+  /** The call's result; the buffers it holds go into ``transfer``. */
+  done(result: RunResult, transfer: Transferable[]): RunOutput {
     for (const o of Object.values(this.outputs)) if (o.values instanceof Float32Array) transfer.push(o.values.buffer as ArrayBuffer);
     for (const i of this.images) transfer.push(i.pixels.buffer as ArrayBuffer, i.rgba.buffer as ArrayBuffer, i.png.buffer as ArrayBuffer);
-    return { output: { result, outputs: this.outputs, images: this.images }, transfer };
+    return { result, outputs: this.outputs, images: this.images };
   }
 }

@@ -95,8 +95,8 @@ export async function measure({ dist, bundle, runs, text, controls, models }) {
       throw new Error(`${e.message}\n${v.logs.slice(-30).join('\n')}`);
     });
     const loaded = await page.evaluate(() => ({ error: window.__onnxpipeTts.state.lastError,
-      threads: window.__onnxpipeTts.state.threads, loadMs: window.__onnxpipeTts.state.loaded?.loadMs,
-      warmUpMs: window.__onnxpipeTts.state.loaded?.warmUpMs }));
+      threads: window.__onnxpipeTts.state.threads, loadMs: window.__onnxpipeTts.state.loaded?.load_ms,
+      warmUpMs: window.__onnxpipeTts.state.loaded?.warm_up_ms }));
     if (loaded.error) throw new Error(`load failed: ${JSON.stringify(loaded.error)}`);
     for (const [name, value] of Object.entries(controls)) {
       await page.getByTestId(`tts-control-${name}`).fill(String(value));
@@ -108,8 +108,8 @@ export async function measure({ dist, bundle, runs, text, controls, models }) {
       all.push(run);
     }
     const sorted = [...all].sort((x, y) => x.arrival_ms - y.arrival_ms);
-    return { median: sorted[Math.floor(sorted.length / 2)], runs: all, threads: loaded.threads, load_ms: loaded.loadMs,
-      warm_up_ms: loaded.warmUpMs };
+    return { median: sorted[Math.floor(sorted.length / 2)], runs: all, threads: loaded.threads, load_ms: loaded.load_ms,
+      warm_up_ms: loaded.warm_up_ms };
   } finally {
     await v.context.close();
     await server.stop();

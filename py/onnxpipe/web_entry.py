@@ -1,7 +1,10 @@
-"""What the runtime worker calls (Pyodide only): open a bundle, generate, cancel, dispose.
+"""What the runtime worker calls (Pyodide only): one entry, ``call(verb, args_json, emit, data)``.
 
-Arguments and results cross as JSON strings, so no proxies leak across the boundary; token
-events go out through the ``emit`` callback the worker passes in.
+``VERBS`` maps each verb to its function and the arguments it takes; an unknown verb or
+argument is an input error naming it. Arguments and results cross as JSON strings (results are
+web_protocol dataclasses, snake_case keys), so no proxies leak across the boundary; streamed
+events go out through ``emit(event, json, data)`` (``data``: a typed array or None) and bulk
+audio comes in as ``data`` (a Float32Array). The worker side is workers/runtime.worker.ts.
 """
 
 from __future__ import annotations
@@ -22,8 +25,23 @@ from .engine.build import session_files
 from .engine.controls import tensors_from_json
 from .errors import InputError, OnnxpipeError
 from .text.web import load_web_text_processor
+from .web_protocol import (FilesNeeded, ListenHeard, ListenStarted, OpenedBundle, RunResult, SessionInfo,
+                           StepEvent, TokenEvent, control_info, generation_result, sentence_info,
+                           speech_result, to_wire, transcript_window, transcription_result, vad_event,
+                           voice_activity_result)
 
 _pipeline: Pipeline | None = None
+
+# verb -> (function(args, emit, data), the argument names it takes)
+VERBS: dict = {}
+
+
+def verb(name: str, *takes: str):
+    """Register ``fn`` as the handler of ``name`` taking the arguments ``takes``."""
+    def register(fn):
+        VERBS[name] = (fn, frozenset(takes))
+        return fn
+    return register
 
 
 def error_json(exc: BaseException) -> str:
@@ -32,53 +50,94 @@ def error_json(exc: BaseException) -> str:
     return json.dumps({"error": {"kind": kind, "message": message}})
 
 
-def files_needed(fs_dir: str, options_json: str) -> str:
-    """The large files (models, weights) this bundle opens here, before any is fetched."""
-    try:
-        options = json.loads(options_json)
-        backend = WebBackend(fs_dir, tuple(options.get("available") or ("wasm",)))
-        providers = [options["ep"]] if options.get("ep") else None
-        config = load_config(fs_dir, dtype=options.get("dtype"))
-        wanted = session_files(config, backend, providers, options.get("variant"))
-        for name in list(wanted):   # undeclared data files by their usual name (v1 bundles)
-            for guess in (name + ".data", name + "_data"):
-                if guess not in wanted and os.path.exists(os.path.join(fs_dir, guess)):
-                    wanted.append(guess)
-        return json.dumps({"files": wanted})
-    except Exception as exc:
-        return error_json(exc)
+def check_call(name: str, args) -> tuple:
+    """The handler of ``name`` and ``args`` as a dict; an unknown verb or argument is an InputError."""
+    if name not in VERBS:
+        raise InputError(f'unknown verb "{name}"; the Python entry takes {", ".join(sorted(VERBS))}')
+    fn, takes = VERBS[name]
+    if args is None:
+        args = {}
+    if not isinstance(args, dict):
+        raise InputError(f"{name}: args must be an object, found {type(args).__name__}")
+    unknown = sorted(set(args) - takes)
+    if unknown:
+        raise InputError(f'{name}: unknown argument "{unknown[0]}"; it takes {", ".join(sorted(takes)) or "none"}')
+    return fn, args
 
 
-def open_bundle(fs_dir: str, options_json: str) -> str:
-    """Load the bundle written to ``fs_dir``; options: {ep, available: [providers], variant, dtype}."""
-    global _pipeline
+def call(name: str, args_json: str, emit=None, data=None) -> str:
+    """The one entry: run verb ``name`` -> '{"result": ...}' or '{"error": {kind, message}}'."""
     try:
-        options = json.loads(options_json)
-        start = time.perf_counter()
-        if _pipeline is not None:
-            _pipeline.reset()
-        backend = WebBackend(fs_dir, tuple(options.get("available") or ("wasm",)))
-        providers = [options["ep"]] if options.get("ep") else None
-        variant = options.get("variant")
-        config = load_config(fs_dir, dtype=options.get("dtype"))
-        _pipeline = Pipeline(config, backend, providers, text_loader=load_web_text_processor,
-                             variant=variant, phonemizer_loader=_web_phonemizer)
-        warm_ms = _pipeline.warm_up() * 1000.0
-        sessions = {name: {"provider": s.provider,
-                           "file": _pipeline.spec.pipeline.sessions[name].file_for(variant or s.provider)}
-                    for name, s in _pipeline.sessions.items()}
-        # the transformers.js dtype opened (asked for, or the provider's default); null for others
-        dtype = config.dtype or (transformers_js.dtype_of(fs_dir, [s["file"] for s in sessions.values()])
-                                 if config.dtypes else None)
-        return json.dumps({"sessions": sessions, "warnings": _pipeline.warnings,
-                           "dtype": dtype, "dtypes": list(config.dtypes),
-                           "structure": _pipeline.structure,
-                           "hasChatTemplate": bool(_pipeline.text and _pipeline.text.has_chat_template),
-                           "kind": _pipeline.kind, "sampleRate": _sample_rate(_pipeline),
-                           "controls": [c.to_dict() for c in _pipeline.controls],
-                           "warmUpMs": warm_ms, "loadMs": (time.perf_counter() - start) * 1000.0})
+        fn, args = check_call(name, json.loads(args_json or "{}"))
+        return json.dumps({"result": to_wire(fn(args, emit, data))})
     except Exception as exc:  # every failure reaches the page as a typed error
         return error_json(exc)
+
+
+def _emit(emit, event: str, payload, data=None) -> None:
+    emit(event, json.dumps(to_wire(payload)), data)
+
+
+def _object(args: dict, key: str) -> dict:
+    """args[key] as a dict of its own (absent or null: empty); anything else is an input error."""
+    value = args.get(key) or {}
+    if not isinstance(value, dict):
+        raise InputError(f"{key}: expected an object, found {type(value).__name__}")
+    return dict(value)
+
+
+def _rate(args: dict) -> int:
+    rate = args.get("sample_rate")
+    if not isinstance(rate, int) or isinstance(rate, bool):
+        raise InputError(f"sample_rate: expected an integer (samples per second), found {rate!r}")
+    return rate
+
+
+def _backend(fs_dir: str, args: dict):
+    backend = WebBackend(fs_dir, tuple(args.get("available") or ("wasm",)))
+    providers = [args["ep"]] if args.get("ep") else None
+    return backend, providers, load_config(fs_dir, dtype=args.get("dtype"))
+
+
+@verb("files_needed", "dir", "ep", "available", "variant", "dtype")
+def files_needed(args: dict, emit, data) -> FilesNeeded:
+    """The large files (models, weights) this bundle opens here, before any is fetched."""
+    fs_dir = args["dir"]
+    backend, providers, config = _backend(fs_dir, args)
+    wanted = session_files(config, backend, providers, args.get("variant"))
+    for name in list(wanted):   # undeclared data files by their usual name (v1 bundles)
+        for guess in (name + ".data", name + "_data"):
+            if guess not in wanted and os.path.exists(os.path.join(fs_dir, guess)):
+                wanted.append(guess)
+    return FilesNeeded(files=wanted)
+
+
+@verb("open_bundle", "dir", "ep", "available", "variant", "dtype")
+def open_bundle(args: dict, emit, data) -> OpenedBundle:
+    """Load the bundle written to ``dir``; args: {ep, available: [providers], variant, dtype}."""
+    global _pipeline
+    fs_dir = args["dir"]
+    start = time.perf_counter()
+    if _pipeline is not None:
+        _pipeline.reset()
+    backend, providers, config = _backend(fs_dir, args)
+    variant = args.get("variant")
+    _pipeline = Pipeline(config, backend, providers, text_loader=load_web_text_processor,
+                         variant=variant, phonemizer_loader=_web_phonemizer)
+    warm_ms = _pipeline.warm_up() * 1000.0
+    sessions = {name: SessionInfo(provider=s.provider,
+                                  file=_pipeline.spec.pipeline.sessions[name].file_for(variant or s.provider))
+                for name, s in _pipeline.sessions.items()}
+    # the transformers.js dtype opened (asked for, or the provider's default); None for others
+    dtype = config.dtype or (transformers_js.dtype_of(fs_dir, [s.file for s in sessions.values()])
+                             if config.dtypes else None)
+    return OpenedBundle(
+        kind=_pipeline.kind, sample_rate=_sample_rate(_pipeline),
+        controls=[control_info(c) for c in _pipeline.controls], sessions=sessions,
+        warnings=list(_pipeline.warnings), structure=_pipeline.structure,
+        has_chat_template=bool(_pipeline.text and _pipeline.text.has_chat_template),
+        load_ms=(time.perf_counter() - start) * 1000.0, warm_up_ms=warm_ms,
+        dtype=dtype, dtypes=list(config.dtypes))
 
 
 def _loaded() -> Pipeline:
@@ -113,209 +172,163 @@ def _cancelled() -> bool:
     return bool(run_sync(onnxpipe_js.checkCancelled()))
 
 
-def speak(request_json: str, emit) -> str:
-    """Text to speech; ``emit("audio", json, Float32Array)`` per sentence, then
-    ``emit("wav", "", Uint8Array)`` with the whole WAV. Returns the result JSON."""
+@verb("speak", "text", "controls", "inputs")
+def speak(args: dict, emit, data):
+    """Text to speech; emits "audio" (SentenceInfo, Float32Array) per sentence, then "wav"
+    (null, Uint8Array) with the whole WAV."""
+    controls = args.get("controls") or {}
+    if not isinstance(controls, dict):
+        raise InputError(f"controls: expected an object of numbers, found {type(controls).__name__}")
+
+    def on_audio(samples, sentence) -> None:
+        _emit(emit, "audio", sentence_info(sentence), to_js(samples))
+
+    inputs = tensors_from_json(args.get("inputs") or {}, "inputs")
+    result = _loaded().speak(args.get("text"), inputs=inputs, on_audio=on_audio, cancel=_cancelled, **controls)
+    emit("wav", "null", to_js(result.wav()))
+    return speech_result(result)
+
+
+@verb("generate", "messages", "prompt", "input_ids", "options")
+def generate(args: dict, emit, images=None):
+    """Run one generation; emits "token" (TokenEvent) per text piece. ``images`` (the data):
+    the worker's decoded images ({rgb: Uint8Array, width, height}), if any."""
+    options = _object(args, "options")
+    if images is not None:
+        if args.get("messages") is not None:
+            raise InputError("images go with a prompt or input_ids (one image token per image), "
+                             "not with chat messages")
+        from .image import Image
+        options["images"] = [Image(i.rgb.to_bytes(), int(i.width), int(i.height)) for i in images]
+
+    def on_event(event) -> None:
+        if event.text or event.token_ids:
+            _emit(emit, "token", TokenEvent(text=event.text, token_ids=list(event.token_ids)))
+
+    pipeline = _loaded()
+    if args.get("messages") is not None:   # given but empty or no list: chat() says what is wrong
+        result = pipeline.chat(args["messages"], on_event=on_event, cancel=_cancelled, **options)
+    else:
+        result = pipeline.generate(prompt=args.get("prompt"), input_ids=args.get("input_ids"),
+                                   on_event=on_event, cancel=_cancelled, **options)
+    return generation_result(result)
+
+
+@verb("run", "inputs", "controls", "options")
+def run(args: dict, emit, data) -> RunResult:
+    """A one-pass bundle (denoising, single_pass) once: args {inputs: {name: {values, shape}},
+    controls, options: {seed, num_steps, guidance_scale, scheduler}}. Emits "step" (StepEvent)
+    after each denoising step; then per output "output" ({name, shape}, a Float32Array, or the
+    values in the JSON when not float); per image of pipeline.output.image "image" ({width,
+    height, channels}, interleaved 8-bit pixels) and "png" (the file). Cancel stops between
+    steps (finish_reason "cancelled", no outputs)."""
+    from .diffusion.image import png, to_pixels
+
+    options = _object(args, "options")
+    controls = _object(args, "controls")
+    pipeline = _loaded()
+    loaded = pipeline.loaded
+    loaded.require_loop(False, 'a "generate" request')
+    unknown = sorted(set(options) - set(loaded.loop.options))
+    if unknown:
+        takes = ", ".join(loaded.loop.options) or "none"
+        raise InputError(f'options: "{unknown[0]}" is not an option of the {loaded.loop.name} loop; it takes {takes}')
+    denoising = loaded.spec.generation.denoising
+    if denoising is not None and options.get("seed") is None and denoising.seed < 0:
+        options["seed"] = int.from_bytes(os.urandom(4), "little")   # reported, so the image can be made again
+    values = loaded.inputs(tensors_from_json(args.get("inputs") or {}, "inputs"), controls)
+    steps = [0]
+    stopped = [False]
+
+    def on_step(done: int, total: int) -> None:
+        steps[0] = done
+        _emit(emit, "step", StepEvent(step=done, steps=total))
+
+    def cancel() -> bool:
+        stopped[0] = _cancelled()
+        return stopped[0]
+
+    result = pipeline.one_pass.run_values(values, on_step=on_step, cancel=cancel, **options)
+    backend, held = loaded.backend, {id(v) for v in loaded.executor.values.values()}
+    shapes = {}
     try:
-        request = json.loads(request_json)
-        controls = request.get("controls") or {}
-        if not isinstance(controls, dict):
-            raise InputError(f"controls: expected an object of numbers, found {type(controls).__name__}")
-
-        def on_audio(samples, sentence) -> None:
-            emit("audio", json.dumps(sentence.to_dict()), to_js(samples))
-
-        inputs = tensors_from_json(request.get("inputs") or {}, "inputs")
-        result = _loaded().speak(request.get("text"), inputs=inputs, on_audio=on_audio, cancel=_cancelled,
-                                 **controls)
-        emit("wav", "", to_js(result.wav()))
-        return json.dumps({"result": result.to_dict()})
-    except Exception as exc:
-        return error_json(exc)
-
-
-def _object(request: dict, key: str) -> dict:
-    """request[key] as a dict of its own (absent or null: empty); anything else is an input error."""
-    value = request.get(key) or {}
-    if not isinstance(value, dict):
-        raise InputError(f"{key}: expected an object, found {type(value).__name__}")
-    return dict(value)
+        if not stopped[0]:
+            for name in result.outputs:
+                flat, shape = result.read(name)
+                shapes[name] = list(shape)
+                if all(isinstance(v, float) for v in flat):
+                    emit("output", json.dumps({"name": name, "shape": list(shape)}), to_js(array("f", flat)))
+                else:
+                    emit("output", json.dumps({"name": name, "shape": list(shape), "values": flat}), None)
+                image = loaded.spec.pipeline.output.image if name == "output" and loaded.spec.pipeline.output else None
+                if image is not None:
+                    for item in to_pixels(flat, shape, tuple(image.value_range), image.layout):
+                        emit("image", json.dumps(dict(zip(("width", "height", "channels"), item[:3]))),
+                             to_js(item[3]))
+                        emit("png", "null", to_js(png(*item)))
+    finally:   # tensors the loop made for this run (the executor's own go at its next reset)
+        backend.dispose_many([t for t in result.outputs.values() if id(t) not in held])
+    return RunResult(compute_seconds=result.compute_seconds, shapes=shapes, steps=steps[0],
+                     finish_reason="cancelled" if stopped[0] else "done", **options)
 
 
-def generate(request_json: str, emit, images=None) -> str:
-    """Run one generation; ``emit(json)`` gets each token event. Returns the result JSON.
-    ``images``: the worker's decoded images ({rgb: Uint8Array, width, height}), if any."""
-    try:
-        request = json.loads(request_json)
-        options = _object(request, "options")
-        if images is not None:
-            if request.get("messages") is not None:
-                raise InputError("images go with a prompt or inputIds (one image token per image), "
-                                 "not with chat messages")
-            from .image import Image
-            options["images"] = [Image(i.rgb.to_bytes(), int(i.width), int(i.height)) for i in images]
-
-        def on_event(event) -> None:
-            if event.text or event.token_ids:
-                emit(json.dumps({"text": event.text, "tokenIds": event.token_ids}))
-
-        pipeline = _loaded()
-        if request.get("messages") is not None:   # given but empty or no list: chat() says what is wrong
-            result = pipeline.chat(request["messages"], on_event=on_event, cancel=_cancelled, **options)
-        else:
-            result = pipeline.generate(prompt=request.get("prompt"), input_ids=request.get("inputIds"),
-                                        on_event=on_event, cancel=_cancelled, **options)
-        return json.dumps({"result": result.to_dict()})
-    except Exception as exc:
-        return error_json(exc)
-
-
-def run(request_json: str, emit) -> str:
-    """A one-pass bundle (denoising, single_pass) once: request {inputs: {name: {values, shape}},
-    controls, options: {seed, num_steps, guidance_scale, scheduler}}. ``emit(kind, json, data)``:
-    "step" after each denoising step; then per output "output" ({name, shape}, a Float32Array, or
-    the values in the JSON when not float); per image of pipeline.output.image "image" ({width,
-    height, channels}, interleaved 8-bit pixels) and "png" (the file). Cancel stops between steps
-    (finish_reason "cancelled", no outputs). Returns {"result": {...}} as the CLI's --json says."""
-    try:
-        from .diffusion.image import png, to_pixels
-
-        request = json.loads(request_json)
-        options = _object(request, "options")
-        controls = _object(request, "controls")
-        pipeline = _loaded()
-        loaded = pipeline.loaded
-        loaded.require_loop(False, 'a "generate" request')
-        unknown = sorted(set(options) - set(loaded.loop.options))
-        if unknown:
-            takes = ", ".join(loaded.loop.options) or "none"
-            raise InputError(f'options: "{unknown[0]}" is not an option of the {loaded.loop.name} loop; it takes {takes}')
-        denoising = loaded.spec.generation.denoising
-        if denoising is not None and options.get("seed") is None and denoising.seed < 0:
-            options["seed"] = int.from_bytes(os.urandom(4), "little")   # reported, so the image can be made again
-        values = loaded.inputs(tensors_from_json(request.get("inputs") or {}, "inputs"), controls)
-        steps = [0]
-        stopped = [False]
-
-        def on_step(done: int, total: int) -> None:
-            steps[0] = done
-            emit("step", json.dumps({"step": done, "steps": total}), None)
-
-        def cancel() -> bool:
-            stopped[0] = _cancelled()
-            return stopped[0]
-
-        result = pipeline.one_pass.run_values(values, on_step=on_step, cancel=cancel, **options)
-        backend, held = loaded.backend, {id(v) for v in loaded.executor.values.values()}
-        shapes = {}
-        try:
-            if not stopped[0]:
-                for name in result.outputs:
-                    flat, shape = result.read(name)
-                    shapes[name] = list(shape)
-                    if all(isinstance(v, float) for v in flat):
-                        emit("output", json.dumps({"name": name, "shape": list(shape)}), to_js(array("f", flat)))
-                    else:
-                        emit("output", json.dumps({"name": name, "shape": list(shape), "values": flat}), None)
-                    image = loaded.spec.pipeline.output.image if name == "output" and loaded.spec.pipeline.output else None
-                    if image is not None:
-                        for item in to_pixels(flat, shape, tuple(image.value_range), image.layout):
-                            emit("image", json.dumps(dict(zip(("width", "height", "channels"), item[:3]))),
-                                 to_js(item[3]))
-                            emit("png", "", to_js(png(*item)))
-        finally:   # tensors the loop made for this run (the executor's own go at its next reset)
-            backend.dispose_many([t for t in result.outputs.values() if id(t) not in held])
-        return json.dumps({"result": dict(options, compute_seconds=result.compute_seconds, shapes=shapes,
-                                          steps=steps[0], finish_reason="cancelled" if stopped[0] else "done")})
-    except Exception as exc:
-        return error_json(exc)
-
-
-def detect_speech(request_json: str, samples) -> str:
+@verb("detect_speech", "sample_rate", "controls")
+def detect_speech(args: dict, emit, samples):
     """Speech segments of a whole recording: ``samples`` a Float32Array (crosses as one block of
-    bytes); request {sampleRate, controls}. Returns {"result": VoiceActivityResult with probabilities}."""
-    try:
-        request = json.loads(request_json)
-        controls = _object(request, "controls")
-        rate = request.get("sampleRate")
-        if not isinstance(rate, int) or isinstance(rate, bool):
-            raise InputError(f"sampleRate: expected an integer (samples per second), found {rate!r}")
-        result = _loaded().detect_speech(samples.to_bytes(), rate, **controls)
-        return json.dumps({"result": dict(result.to_dict(probabilities=True),
-                                          events=[e.to_dict() for e in result.events])})
-    except Exception as exc:
-        return error_json(exc)
+    bytes); args {sample_rate, controls}."""
+    controls = _object(args, "controls")
+    return voice_activity_result(_loaded().detect_speech(samples.to_bytes(), _rate(args), **controls))
 
 
-def transcribe(request_json: str, samples, emit) -> str:
+@verb("transcribe", "sample_rate", "options")
+def transcribe(args: dict, emit, samples):
     """Speech to text: ``samples`` a Float32Array at any rate (crosses as one block of bytes);
-    request {sampleRate, options}; ``emit(json)`` gets each window as it is done. Returns
-    {"result": TranscriptionResult with windows and finish_reason}."""
-    try:
-        request = json.loads(request_json)
-        rate = request.get("sampleRate")
-        if not isinstance(rate, int) or isinstance(rate, bool):
-            raise InputError(f"sampleRate: expected an integer (samples per second), found {rate!r}")
-        options = request.get("options") or {}
-        if not isinstance(options, dict):
-            raise InputError(f"options: expected an object, found {type(options).__name__}")
-        audio = array("f")
-        audio.frombytes(samples.to_bytes())
+    args {sample_rate, options}; emits "transcript" (TranscriptWindow) as each window is done."""
+    rate = _rate(args)
+    options = _object(args, "options")
+    audio = array("f")
+    audio.frombytes(samples.to_bytes())
 
-        def on_text(window) -> None:
-            emit(json.dumps(window.to_dict()))
+    def on_text(window) -> None:
+        _emit(emit, "transcript", transcript_window(window))
 
-        result = _loaded().transcribe(audio, rate, on_text=on_text, cancel=_cancelled, **options)
-        return json.dumps({"result": dict(result.to_dict(), windows=[w.to_dict() for w in result.windows],
-                                          finish_reason=result.finish_reason)})
-    except Exception as exc:
-        return error_json(exc)
+    return transcription_result(_loaded().transcribe(audio, rate, on_text=on_text, cancel=_cancelled, **options))
 
 
 _detector = None   # the live speech detector of a 'listen' (workers/listen.ts)
 
 
-def listen_start(controls_json: str) -> str:
+@verb("listen_start", "controls")
+def listen_start(args: dict, emit, data) -> ListenStarted:
     """Start a live speech detector on the loaded voice-activity bundle; ``controls`` set its
-    pipeline.inputs by name (e.g. min_silence_ms). Returns {"sample_rate"} it expects."""
+    pipeline.inputs by name (e.g. min_silence_ms)."""
     global _detector
-    try:
-        controls = json.loads(controls_json or "{}")
-        if not isinstance(controls, dict):
-            raise InputError(f"controls: expected an object, found {type(controls).__name__}")
-        _detector = None
-        _detector = _loaded().speech_detector(**controls)
-        return json.dumps({"sample_rate": _detector.sample_rate})
-    except Exception as exc:
-        return error_json(exc)
+    controls = _object(args, "controls")
+    _detector = None
+    _detector = _loaded().speech_detector(**controls)
+    return ListenStarted(sample_rate=_detector.sample_rate)
 
 
-def listen_push(samples) -> str:
-    """One chunk of microphone audio (a Float32Array at the detector's rate) -> {"events"}."""
-    try:
-        if _detector is None:
-            raise InputError("not listening: send a listen request first")
-        events = _detector.push(samples.to_bytes())
-        return json.dumps({"events": [e.to_dict() for e in events]})
-    except Exception as exc:
-        return error_json(exc)
+@verb("listen_push")
+def listen_push(args: dict, emit, samples) -> ListenHeard:
+    """One chunk of microphone audio (a Float32Array at the detector's rate) -> the events decided."""
+    if _detector is None:
+        raise InputError("not listening: send a listen request first")
+    return ListenHeard(events=[vad_event(e) for e in _detector.push(samples.to_bytes())])
 
 
-def listen_stop() -> str:
+@verb("listen_stop")
+def listen_stop(args: dict, emit, data) -> None:
     """End the live detector's stream (an open speech ends unreported)."""
     global _detector
     detector, _detector = _detector, None
-    try:
-        if detector is not None and not detector.finished:
-            detector.finish()
-        return "{}"
-    except Exception as exc:
-        return error_json(exc)
+    if detector is not None and not detector.finished:
+        detector.finish()
 
 
-def dispose() -> str:
+@verb("dispose")
+def dispose(args: dict, emit, data) -> None:
     global _pipeline
     if _pipeline is not None:
         _pipeline.reset()
     _pipeline = None
-    return "{}"

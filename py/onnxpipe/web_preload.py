@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib  # noqa: F401  (backends.web)
 import posixpath  # noqa: F401
 
-from . import api, errors  # noqa: F401
+from . import api, errors, web_protocol  # noqa: F401
 from .backends import base, half  # noqa: F401
 from .config import load, transformers_js  # noqa: F401
 from .engine import build, controls  # noqa: F401

@@ -36,7 +36,7 @@ test('worker beam search + min_new_tokens equals the native run', { timeout: TIM
     // native: the same request through the Python API (the CLI's flags are tests/py's)
     const script = 'import json, sys, onnxpipe\n' +
       'r = json.loads(sys.argv[2])\n' +
-      'out = onnxpipe.load(sys.argv[1]).generate(input_ids=r["inputIds"], **r["options"])\n' +
+      'out = onnxpipe.load(sys.argv[1]).generate(input_ids=r["input_ids"], **r["options"])\n' +
       'print(json.dumps(out.to_dict()))';
     const native = JSON.parse(execFileSync(python(), ['-c', script, SOURCE, JSON.stringify(request)], {
       cwd: ROOT, encoding: 'utf8', env: { ...process.env, PYTHONPATH: path.join(ROOT, 'py') },

@@ -114,7 +114,7 @@ test(`chat page: ${BUNDLE} answers "${QUESTION}" like native (token for token up
     await page.screenshot({ path: shot, fullPage: true });
     console.log(`# chat: "${result.text}" (${result.tokens.length} tokens, ${result.finish_reason}; ${partial.length} streamed states); ` +
       `${decoder.provider} ${decoder.file}; decode ${result.decode_tokens_per_s.toFixed(1)} tokens/s ` +
-      `prefill ${Math.round(result.prefill_ms)} ms; load ${Math.round(info.loadMs)} ms, boot ${Math.round(info.bootMs)} ms; screenshot ${path.relative(ROOT, shot)}`);
+      `prefill ${Math.round(result.prefill_ms)} ms; load ${Math.round(info.load_ms)} ms, boot ${Math.round(info.boot_ms)} ms; screenshot ${path.relative(ROOT, shot)}`);
     if (info.warnings.length) console.log(`# load warnings: ${info.warnings.join(' | ')}`);
     assert.deepEqual(offsite, [], 'requests left 127.0.0.1');
   } catch (error) {

@@ -38,7 +38,7 @@ const fileOf = (e, ep) => (e.variants ? { ep, dtype: 'fp32' } : { ep });
 
 /** The generate request that reproduces expected.json: its prompt ids, greedy, past eos. */
 const requestFor = (e) => ({
-  inputIds: e.input_ids,
+  input_ids: e.input_ids,
   options: { do_sample: false, max_new_tokens: e.max_new_tokens, ignore_eos: true },
 });
 

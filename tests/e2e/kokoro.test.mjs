@@ -92,7 +92,7 @@ test('the worker lists the voice choice and the speed', { skip, timeout: TIMEOUT
   assert.deepEqual(controls.voice.options, VOICES);
   assert.equal(controls.voice.default, 'jm_kumo');
   assert.deepEqual(controls.speed.options, []);
-  assert.equal(loaded.info.sampleRate, 24000);
+  assert.equal(loaded.info.sample_rate, 24000);
   assert.equal(loaded.info.sessions.voice.file, 'kokoro.wasm.onnx');
 });
 

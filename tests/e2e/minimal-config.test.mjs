@@ -65,7 +65,7 @@ describe('WASM: the seven-line pipeline.json on onnxruntime-genai builds', { tim
       const loaded = await loadBundle(page, `${server.url}minimal/${name}/`, { ep: 'wasm' });
       assert.match(loaded.info.sessions.decoder.provider, /wasm/i);
       const { result } = await generate(page, {
-        inputIds: e.input_ids,
+        input_ids: e.input_ids,
         options: { do_sample: false, max_new_tokens: e.max_new_tokens, ignore_eos: true },
       });
       assert.deepEqual(result.tokens, e.greedy_tokens, `${name}: browser tokens differ from expected.json`);

@@ -32,7 +32,7 @@ after(async () => {
   fs.rmSync(BUNDLES, { recursive: true, force: true });
 });
 
-const request = () => ({ inputIds: expected.input_ids, options: { do_sample: false, max_new_tokens: 16, ignore_eos: true } });
+const request = () => ({ input_ids: expected.input_ids, options: { do_sample: false, max_new_tokens: 16, ignore_eos: true } });
 const manifestFiles = () => JSON.parse(fs.readFileSync(path.join(BUNDLES, NAME, 'manifest.json'), 'utf8')).files.map((f) => f.path);
 
 /** One visit in the persistent profile; `block(url)` true aborts that request (recorded); `served`:

@@ -184,7 +184,7 @@ test('offline reload of the chat page boots and runs a stored fixture bundle (fr
   const bundleDir = copyBundle(source, path.join(WORK, 'bundles', FIXTURE));
   const server = await startServer({ root: siteDir(), mounts: { [`/models/${FIXTURE}/`]: bundleDir } });
   const bundleUrl = `${server.url}models/${FIXTURE}/`;
-  const request = { inputIds: expected.input_ids, options: { do_sample: false, max_new_tokens: 16, ignore_eos: true } };
+  const request = { input_ids: expected.input_ids, options: { do_sample: false, max_new_tokens: 16, ignore_eos: true } };
   const { context, offsite, logs } = await freshContext();
   try {
     const page = await openRuntimePage(context, server.url);

@@ -42,14 +42,14 @@ describe('quick start', { skip: built ? false : 'public/models/silero-vad not bu
       assert.deepEqual({ threads: shown.threads, reason: shown.reason }, { threads: Math.min(facts.cores, 4), reason: 'rule' }, shown.text);
       const first = await loadBundle(page, url);   // no threads asked: the runtime the page started
       assert.equal(first.info.threads, shown.threads, 'the loaded runtime runs the count shown');
-      assert.equal(first.info.threadsReason, 'rule');
-      assert.equal(first.info.startup.pythonSnapshot, 'made', 'the first visit keeps a snapshot for the next');
+      assert.equal(first.info.threads_reason, 'rule');
+      assert.equal(first.info.startup.python_snapshot, 'made', 'the first visit keeps a snapshot for the next');
       assert.equal((await shownThreads(page)).threads, first.info.threads);
       await page.close();
 
       const again = await openRuntimePage(context, server.url);
       const second = await loadBundle(again, url);
-      assert.equal(second.info.startup.pythonSnapshot, 'restored', JSON.stringify(second.info.startup));
+      assert.equal(second.info.startup.python_snapshot, 'restored', JSON.stringify(second.info.startup));
       const names = second.info.startup.stages.map((s) => s.name);
       for (const stage of ['pyodide', 'onnxruntime', 'import', 'files', 'session']) assert.ok(names.includes(stage), `${stage} in ${names}`);
       for (const s of second.info.startup.stages) assert.ok(s.end >= s.start, JSON.stringify(s));
@@ -61,7 +61,7 @@ describe('quick start', { skip: built ? false : 'public/models/silero-vad not bu
 
       // an explicit count wins (a fresh worker: the booted one runs the rule's count)
       const one = await loadBundle(again, url, { threads: 1 });
-      assert.deepEqual([one.info.threads, one.info.threadsReason], [1, 'explicit']);
+      assert.deepEqual([one.info.threads, one.info.threads_reason], [1, 'explicit']);
       assert.deepEqual(offsite, []);
     } catch (error) {
       console.error(logs.slice(-30).join('\n'));
@@ -89,7 +89,7 @@ describe('quick start', { skip: built ? false : 'public/models/silero-vad not bu
       assert.deepEqual({ threads: shown.threads, reason: shown.reason }, { threads: 1, reason: 'not isolated' }, shown.text);
       assert.match(shown.text, /not cross-origin isolated/);
       const loaded = await loadBundle(page, `${server.url}models/silero-vad/`, { threads: 2 });
-      assert.deepEqual([loaded.info.threads, loaded.info.threadsReason], [1, 'not isolated']);
+      assert.deepEqual([loaded.info.threads, loaded.info.threads_reason], [1, 'not isolated']);
       assert.deepEqual(offsite, []);
     } catch (error) {
       console.error(logs.slice(-30).join('\n'));

@@ -194,7 +194,7 @@ export function requestOf(a) {
   if (a.ignoreEos) options.ignore_eos = true;
   if (a.chat !== undefined) return { messages: [{ role: 'user', content: a.chat }], options };
   if (a.prompt !== undefined) return { prompt: a.prompt, options };
-  return { inputIds: a.inputIds, options };
+  return { input_ids: a.inputIds, options };
 }
 
 /** Load a.bundle in headless Chromium and generate; resolves to the JSON object printed. */
@@ -244,7 +244,7 @@ export async function runBundle(a) {
 function loadFacts(loaded, browser) {
   return {
     sessions: loaded.info.sessions,
-    browser: { version: browser.version(), boot_ms: loaded.info.bootMs, load_ms: loaded.info.loadMs, load_wall_ms: loaded.wallMs },
+    browser: { version: browser.version(), boot_ms: loaded.info.boot_ms, load_ms: loaded.info.load_ms, load_wall_ms: loaded.wallMs },
   };
 }
 

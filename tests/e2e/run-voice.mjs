@@ -62,7 +62,7 @@ export async function runVoice(a) {
     if (offsite.length) throw new Error(`requests left 127.0.0.1: ${offsite.join(', ')}`);
     const turn = state.turns[0];
     const models = await page.evaluate(() => Object.fromEntries(Object.entries(window.__onnxpipeVoice.view.models.slots)
-      .map(([role, slot]) => [role, slot.info ? { bundle: slot.info.bundle, load_ms: Math.round(slot.info.loadMs) } : null])));
+      .map(([role, slot]) => [role, slot.info ? { bundle: slot.info.bundle, load_ms: Math.round(slot.info.load_ms) } : null])));
     if (a.voiceName && !Object.values(turn.voice.controls).includes(a.voiceName)) {
       throw new Error(`asked for voice ${a.voiceName}, the reply was spoken with ${JSON.stringify(turn.voice)}`);
     }

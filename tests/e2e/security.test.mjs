@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { ROOT, launchBrowser, siteDir, startServer } from './lib/browser.mjs';
-import { copyBundle, ensureManifest, FIXTURE_CACHE } from './lib/runtime.mjs';
+import { copyBundle, ensureManifest, FIXTURE_CACHE, siteAssets } from './lib/runtime.mjs';
 import { TIMEOUTS } from './lib/timeouts.mjs';
 
 const NAME = 'novel_two_stage';   // 56 kB, a pipeline.json (so it can declare a plugin)
@@ -63,20 +63,21 @@ before(async () => {
   await page.goto(`${server.url}embed.html`);
   // one runtime worker driven through its protocol (web/src/protocol.ts), kept across loads
   const worker = fs.readdirSync(path.join(siteDir(), 'assets')).find((f) => /^runtime\.worker-.*\.js$/.test(f));
-  await page.evaluate((url) => {
+  await page.evaluate(({ url, assets }) => {
     const rt = new Worker(url, { type: 'module' });
+    rt.postMessage({ id: 999, verb: 'configure', args: { assets } });   // first, as the page's client does
     let id = 1000;
     window.__runtime = (message) => new Promise((resolve) => {
       const mine = ++id;
       const listen = (e) => {
-        if (e.data?.id !== mine || !['loaded', 'done', 'error'].includes(e.data.type)) return;
+        if (e.data?.id !== mine || !('result' in e.data || 'error' in e.data)) return;
         rt.removeEventListener('message', listen);
-        resolve(e.data.type === 'error' ? { kind: e.data.kind, message: e.data.message } : { type: e.data.type, result: e.data.result });
+        resolve(e.data.error ? { kind: e.data.error.kind, message: e.data.error.message } : { type: 'result', result: e.data.result });
       };
       rt.addEventListener('message', listen);
       rt.postMessage({ ...message, id: mine });
     });
-  }, `/assets/${worker}`);
+  }, { url: `/assets/${worker}`, assets: siteAssets(siteDir(), server.url) });
 });
 after(async () => {
   await browser?.close();
@@ -85,13 +86,13 @@ after(async () => {
 });
 
 const run = (message) => page.evaluate((m) => window.__runtime(m), message);
-const load = (bundleUrl) => run({ type: 'load', bundleUrl, ep: 'wasm' });
+const load = (bundleUrl) => run({ verb: 'load', args: { bundle_url: bundleUrl, ep: 'wasm' } });
 
 /** Loads the untouched bundle in the same worker and checks its greedy tokens. */
 async function stillAnswers(what) {
   const loaded = await load(variant('good'));
-  assert.equal(loaded.type, 'loaded', `${what}: the worker no longer loads a good bundle: ${JSON.stringify(loaded)}\n${logs.slice(-20).join('\n')}`);
-  const done = await run({ type: 'generate', inputIds: expected.input_ids, options: { do_sample: false, max_new_tokens: 6, ignore_eos: true } });
+  assert.equal(loaded.type, 'result', `${what}: the worker no longer loads a good bundle: ${JSON.stringify(loaded)}\n${logs.slice(-20).join('\n')}`);
+  const done = await run({ verb: 'generate', args: { input_ids: expected.input_ids, options: { do_sample: false, max_new_tokens: 6, ignore_eos: true } } });
   assert.deepEqual(done.result?.tokens, expected.greedy_tokens.slice(0, 6), `${what}: ${JSON.stringify(done)}`);
 }
 

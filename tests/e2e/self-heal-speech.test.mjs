@@ -77,10 +77,10 @@ const listenToTake = (page) => page.evaluate(async (timeout) => {
   const seen = [];
   let failed = null;
   try {
-    const rate = await client.listen(channel.port2, (e) => seen.push({ kind: e.kind, start: e.start, end: e.end }), (e) => { failed = e.message; });
+    const rate = await client.listen(channel.port2, (e) => seen.push({ type: e.type, start: e.start, end: e.end }), (e) => { failed = e.message; });
     for (let from = 0; from < audio.length; from += 4096) channel.port1.postMessage({ type: 'chunk', samples: audio.slice(from, from + 4096), at: from });
     const deadline = performance.now() + timeout;
-    while (!seen.some((e) => e.kind === 'end') && !failed && performance.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    while (!seen.some((e) => e.type === 'speech_end') && !failed && performance.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     await client.stopListening();
     return { rate, seen, failed, reloading };
   } catch (e) {
@@ -176,7 +176,7 @@ describe('the speech page heals its runtime worker', { timeout: TIMEOUTS.file },
     await page.evaluate((url) => window.__onnxpipeTts.client.load(url, { ep: 'wasm' }), `${server.url}models/${VAD}/`);
     const before = await listenToTake(page);
     assert.equal(before.rate, 16000, JSON.stringify(before));
-    assert.ok(before.seen.some((e) => e.kind === 'end'), `the take is heard as speech: ${JSON.stringify(before)}`);
+    assert.ok(before.seen.some((e) => e.type === 'speech_end'), `the take is heard as speech: ${JSON.stringify(before)}`);
     await page.evaluate(() => window.__onnxpipeTts.client.debug.killWorker());
     await page.waitForFunction(() => window.__statuses.filter((s) => s.state === 'stopped').length >= 2, null, { timeout: TIMEOUTS.load, polling: 50 });
     const during = await listenToTake(page);

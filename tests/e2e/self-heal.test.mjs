@@ -26,7 +26,7 @@ const BUNDLE_DIR = path.join(WORK, 'bundles', NAME);
 const HOST_DIR = path.join(WORK, 'host');
 const have = fs.existsSync(path.join(FIXTURE_CACHE, NAME, 'expected.json'));
 const expected = have ? JSON.parse(fs.readFileSync(path.join(FIXTURE_CACHE, NAME, 'expected.json'), 'utf8')) : null;
-const request = have ? { inputIds: expected.input_ids, options: { do_sample: false, max_new_tokens: expected.max_new_tokens, ignore_eos: true } } : null;
+const request = have ? { input_ids: expected.input_ids, options: { do_sample: false, max_new_tokens: expected.max_new_tokens, ignore_eos: true } } : null;
 
 let server, browser, context, offsite, logs, page;
 const bundleUrl = () => `${server.url}fixtures/${NAME}/`;
@@ -152,7 +152,7 @@ describe('the chat page heals its runtime worker', { timeout: TIMEOUTS.file }, (
   // py/onnxpipe/loops/autoregressive.py PREFILL_CHUNK (128): a 200-id prompt is fed as 128 + 72
   test('cancel during a long prefill: no token is made, and the next run is whole', async (t) => {
     if (!have) return t.skip(`no ${NAME} fixture`);
-    const long = { inputIds: Array.from({ length: 200 }, (_, i) => 5 + ((i * 37) % 250)), options: { ...request.options, max_length: 256 } };
+    const long = { input_ids: Array.from({ length: 200 }, (_, i) => 5 + ((i * 37) % 250)), options: { ...request.options, max_length: 256 } };
     const { result, order } = await page.evaluate(async (req) => {
       const client = window.__onnxpipe.client;
       const order = [];

@@ -111,7 +111,7 @@ describe('Piper voice: browser equals native', { skip: !built && 'run `make mode
     const loaded = await loadBundle(page, `${server.url}models/piper-en-us-joe/`, { variant: 'cpu' });
     assert.equal(loaded.info.sessions.voice.file, 'en_US-joe-medium.onnx');
     assert.equal(loaded.info.kind, 'speech');
-    assert.equal(loaded.info.sampleRate, 22050);
+    assert.equal(loaded.info.sample_rate, 22050);
     assert.deepEqual(loaded.info.controls.map((c) => c.name), ['noise_scale', 'length_scale', 'noise_w']);
     const web = await speak(page, { text: TEXT, controls: QUIET });
     const native = nativeSpeak(TEXT, QUIET);

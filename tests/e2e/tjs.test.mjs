@@ -20,7 +20,7 @@ const names = fixtureNames().filter((n) => n.startsWith('tjs_') && fs.existsSync
 const expected = Object.fromEntries(names.map((n) => [n, JSON.parse(fs.readFileSync(path.join(FIXTURE_CACHE, n, 'expected.json'), 'utf8'))]));
 
 const requestFor = (e) => ({
-  inputIds: e.input_ids,
+  input_ids: e.input_ids,
   options: { do_sample: false, max_new_tokens: e.max_new_tokens, ignore_eos: true },
 });
 

@@ -69,7 +69,7 @@ async function loadVoice(page) {
   }));
   assert.equal(state.error, null, `load failed: ${JSON.stringify(state.error)}`);
   assert.equal(state.loaded.kind, 'speech');
-  assert.equal(state.loaded.sampleRate, SAMPLE_RATE);
+  assert.equal(state.loaded.sample_rate, SAMPLE_RATE);
   return { ...state, wallMs: performance.now() - t0 };
 }
 
@@ -203,7 +203,7 @@ test('speech page: the Piper voice speaks a sentence, draws it and offers the WA
     const r = run.result;
     console.log(`# tts: ${r.sentences.length} sentence(s), ${r.audio_seconds.toFixed(2)} s audio in ${r.compute_seconds.toFixed(2)} s = ` +
       `${r.real_time_factor.toFixed(1)}x real time (page wall ${(run.wallMs / 1000).toFixed(2)} s); threads ${loaded.threads} ` +
-      `(isolated ${loaded.isolated}); load ${Math.round(loaded.loaded.loadMs)} ms (boot ${Math.round(loaded.loaded.bootMs)} ms, ` +
+      `(isolated ${loaded.isolated}); load ${Math.round(loaded.loaded.load_ms)} ms (boot ${Math.round(loaded.loaded.boot_ms)} ms, ` +
       `wall ${(loaded.wallMs / 1000).toFixed(1)} s); WAV ${figures.wav.dataBytes + 44} bytes; waveform ${figures.wave.tall}/${figures.wave.width} columns; ` +
       `controls ${names.join(', ')}; screenshot ${path.relative(ROOT, shot)}`);
     if (loaded.loaded.warnings.length) console.log(`# load warnings: ${loaded.loaded.warnings.join(' | ')}`);
@@ -296,7 +296,7 @@ test('speech page offline: with the server stopped the page, runtime and voice c
     const run = await speak(page, TEXT);
     const figures = await checkSpeech(page, run, { text: TEXT });
     console.log(`# tts offline: ${run.result.audio_seconds.toFixed(2)} s audio at ${figures.rtf}x real time; ` +
-      `load ${Math.round(loaded.loaded.loadMs)} ms from the caches; ${served.length} requests answered (service worker / caches)`);
+      `load ${Math.round(loaded.loaded.load_ms)} ms from the caches; ${served.length} requests answered (service worker / caches)`);
     assert.deepEqual(offsite, []);
   } catch (error) {
     console.error(logs.slice(-40).join('\n'));

@@ -60,7 +60,7 @@ describe('silero-vad in the browser', { skip: built ? false : 'public/models/sil
   test('loads as a voice-activity bundle with its controls', async () => {
     const { info } = await loadBundle(page, `${server.url}models/silero-vad/`, { ep: 'wasm' });
     assert.equal(info.kind, 'voice-activity');
-    assert.equal(info.sampleRate, 16000);
+    assert.equal(info.sample_rate, 16000);
     assert.equal(info.sessions.vad.provider, 'wasm');
     assert.deepEqual(info.controls.map((c) => c.name),
       ['threshold', 'negative_threshold', 'min_silence_ms', 'speech_pad_ms', 'min_speech_ms']);
@@ -92,7 +92,7 @@ describe('silero-vad in the browser', { skip: built ? false : 'public/models/sil
       const channel = new MessageChannel();
       const seen = [];
       let failed = null;
-      await client.listen(channel.port2, (e) => seen.push({ kind: e.kind, start: e.start, end: e.end }), (e) => { failed = e; });
+      await client.listen(channel.port2, (e) => seen.push({ type: e.type, start: e.start, end: e.end }), (e) => { failed = e; });
       const audio = new Float32Array(samples);
       const sizes = [1, 700, 333, 512, 1500, 17];
       for (let at = 0, k = 0; at < audio.length; k++) {
@@ -111,8 +111,8 @@ describe('silero-vad in the browser', { skip: built ? false : 'public/models/sil
       if (failed) throw failed;
       return seen;
     }, { samples: Array.from(samples), expected, timeout: TIMEOUTS.generate });
-    const want = native[0].events.map((e) => ({ kind: e.type === 'speech_start' ? 'start' : 'end', start: e.start, end: e.end ?? null }));
-    assert.deepEqual(events.map((e) => e.kind), want.map((e) => e.kind));
+    const want = native[0].events.map((e) => ({ type: e.type, start: e.start, end: e.end ?? null }));
+    assert.deepEqual(events.map((e) => e.type), want.map((e) => e.type));
     sameTimes(events.map((e) => [e.start, e.end ?? 0]), want.map((e) => [e.start, e.end ?? 0]), 'streamed events');
   });
 

@@ -96,7 +96,7 @@ function badImageCases(png, { jpeg, gif, bmp, webp }) {
   const rgb = (array, length, width, height) => ({ rgb: { array, length }, width, height });
   const flipped = (bytes, at, value) => { const b = Buffer.from(bytes); b[at] = value; return b; };
   const cases = [];
-  const one = (label, images, inputIds = ONE_IMAGE, expect) => cases.push([label, { inputIds, images, options: { max_new_tokens: 2 } }, expect]);
+  const one = (label, images, inputIds = ONE_IMAGE, expect) => cases.push([label, { input_ids: inputIds, images, options: { max_new_tokens: 2 } }, expect]);
   const TOO_LARGE = /too large/;
   for (const cut of [0, 1, 8, 16, 33, 60, 200]) one(`png cut at ${cut}`, [blob(png.subarray(0, cut))]);
   for (const cut of [2, 20, 200]) one(`jpeg cut at ${cut}`, [blob(jpeg.subarray(0, cut), 'image/jpeg')]);

@@ -34,13 +34,13 @@ test('wasmMemory reports the ORT and Pyodide heaps, growing only', { timeout: TI
     for (const v of Object.values(first)) assert.ok(v === null || v > 0, JSON.stringify(first));
     await loadBundle(page, `${server.url}models/silero-vad/`, { ep: 'wasm', threads: 1 });
     const loaded = await memory();
-    assert.ok(loaded.ortBytes >= fs.statSync(MODEL).size, `ORT heap ${loaded.ortBytes} B < the model file`);
-    assert.ok(loaded.pythonBytes > 0, `Pyodide heap ${loaded.pythonBytes}`);
-    assert.ok(loaded.ortBytes >= (first.ortBytes ?? 0) && loaded.pythonBytes >= (first.pythonBytes ?? 0), JSON.stringify({ first, loaded }));
+    assert.ok(loaded.ort_bytes >= fs.statSync(MODEL).size, `ORT heap ${loaded.ort_bytes} B < the model file`);
+    assert.ok(loaded.python_bytes > 0, `Pyodide heap ${loaded.python_bytes}`);
+    assert.ok(loaded.ort_bytes >= (first.ort_bytes ?? 0) && loaded.python_bytes >= (first.python_bytes ?? 0), JSON.stringify({ first, loaded }));
     const samples = Array.from({ length: 16000 }, (_, i) => 0.3 * Math.sin((2 * Math.PI * 220 * i) / 16000));
     await detectSpeech(page, samples, 16000);
     const peak = await memory();
-    assert.ok(peak.ortBytes >= loaded.ortBytes && peak.pythonBytes >= loaded.pythonBytes, JSON.stringify({ loaded, peak }));
+    assert.ok(peak.ort_bytes >= loaded.ort_bytes && peak.python_bytes >= loaded.python_bytes, JSON.stringify({ loaded, peak }));
     assert.deepEqual(offsite, []);
   } finally {
     await page.close();

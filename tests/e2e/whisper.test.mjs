@@ -80,7 +80,7 @@ describe('Whisper base: browser equals native', { skip: !built && 'run `make mod
   test('a Piper sentence at 22050 Hz: the same tokens, and its words', async () => {
     const loaded = await loadBundle(page, `${server.url}models/whisper-base/`);
     assert.equal(loaded.info.kind, 'transcription');
-    assert.equal(loaded.info.sampleRate, 16000);
+    assert.equal(loaded.info.sample_rate, 16000);
     const { samples, sampleRate } = readWav(path.join(tmp, 'sentence.wav'));
     assert.equal(sampleRate, 22050);
     const web = await transcribe(page, samples, sampleRate);

@@ -57,7 +57,7 @@ async function runKind(workers, kind, n, heard) {
   if (kind === 'chat') {
     const question = QUESTIONS[n % QUESTIONS.length];
     // a chat template's bundle gets a fresh one-message conversation; a bare model the prompt
-    const request = w.info.hasChatTemplate ? { messages: [{ role: 'user', content: question }] } : { prompt: question };
+    const request = w.info.has_chat_template ? { messages: [{ role: 'user', content: question }] } : { prompt: question };
     await generate(w.page, { ...request, options: { do_sample: false, max_new_tokens: TOKENS } });
   } else if (kind === 'speech') {
     await speak(w.page, { text: SENTENCES[n % SENTENCES.length] });

@@ -1,5 +1,8 @@
-// The one message protocol between the page (client.ts) and the runtime worker.
-// Every request carries an id; every event carries the id of the request it answers.
+// The one protocol between the page (web/src/transport.ts) and the runtime worker
+// (workers/runtime.worker.ts): the page posts {id, verb, args} (CallMessage); the worker answers
+// with {id, event, data} for each streamed event, then {id, result} or {id, error}
+// (WorkerMessage). `Verbs` lists every verb with its args, result and events. Keys are
+// snake_case, as in Python (py/onnxpipe/web_protocol.py) and OpenAI's wire format.
 
 import type { RuntimeAssets } from './runtime-assets';
 
@@ -38,14 +41,6 @@ export interface SpeculativeOptions {
   ngram?: number; // longest n-gram looked up in the prompt and reply so far (default 3)
 }
 
-/** Speculative decoding's counts for one reply (present when it was on). */
-export interface SpeculationStats {
-  passes: number;
-  drafted: number;
-  accepted: number;
-  acceptance_rate: number;
-}
-
 /** Per-call options of a denoising loop (as `python -m onnxpipe run` --seed, --steps,
  * --guidance-scale, --scheduler); absent: the bundle's generation defaults. */
 export interface RunOptions {
@@ -70,92 +65,12 @@ export interface TensorInput {
  * it with createImageBitmap) or decoded RGB bytes (width * height * 3, row by row). */
 export type ImageInput = Blob | { rgb: Uint8Array; width: number; height: number };
 
-export type Request =
-  | {
-      type: 'load'; id: number; bundleUrl: string; ep?: ExecutionProvider; variant?: string;
-      dtype?: string; // a transformers.js folder's precision (fp32, fp16, q4, q4f16, ...); default: per provider
-      threads?: number; // WASM threads, fixed by the first load of a worker
-      cancelBuffer?: SharedArrayBuffer; // 4 bytes the page sets to 1 on cancel (isolated pages)
-    }
-  | {
-      type: 'generate';
-      id: number;
-      messages?: ChatMessage[];
-      prompt?: string;
-      inputIds?: number[];
-      options?: SearchOptions;
-      images?: ImageInput[]; // vision-language bundles: one image token in the prompt per image
-    }
-  | {
-      // text -> audio, sentence by sentence (bundles whose pipeline.output has "audio")
-      type: 'speak';
-      id: number;
-      text: string;
-      controls?: Record<string, ControlValue>; // pipeline.inputs by name (e.g. noise_scale, voice)
-      inputs?: Record<string, TensorInput>; // other pipeline inputs (e.g. a reference voice's audio_values)
-    }
-  | {
-      // a one-pass bundle once (denoising: text-to-image; single_pass): 'step' events while a
-      // denoising loop runs, then 'ran'; cancel stops between steps
-      type: 'run';
-      id: number;
-      inputs?: Record<string, TensorInput>; // pipeline inputs (e.g. input_ids or prompt_embeds)
-      controls?: Record<string, ControlValue>; // pipeline.inputs by name
-      options?: RunOptions;
-    }
-  | { type: 'cancel'; id: number }
-  // start the runtime before any load (the page does at once): answered by 'booted'; a load with
-  // another ep or thread count than the boot's needs a fresh worker (client.ts does that)
-  | { type: 'boot'; id: number; ep?: ExecutionProvider; threads?: number }
-  // speech to text (transcription bundles): mono samples at any rate, resampled in the worker;
-  // a 'transcript' event per window of audio, then 'transcribed'
-  | { type: 'transcribe'; id: number; samples: Float32Array; sampleRate: number; options?: SearchOptions }
-  // speech segments of a whole recording (voice-activity bundles): answered by 'speechDetected'
-  | { type: 'detectSpeech'; id: number; samples: Float32Array; sampleRate: number; controls?: Record<string, ControlValue> }
-  // microphone audio straight from the capture worklet (web/src/audio/mic.ts) into the loaded
-  // voice-activity bundle: 'listening' once it runs, then 'speech' events until 'unlisten'
-  | { type: 'listen'; id: number; port: MessagePort; controls?: Record<string, ControlValue> }
-  | { type: 'unlisten'; id: number }
-  // the listened audio: the position now, and the samples from ``from`` to now (push to talk)
-  | { type: 'audio-clip'; id: number; from?: number }
-  | { type: 'dispose'; id: number }
-  // models kept on this device (workers/storage/): list them, or remove one (answered by 'stored')
-  | { type: 'storage'; id: number; op: 'list' }
-  | { type: 'storage'; id: number; op: 'remove'; key: string }
-  | { type: 'memory'; id: number } // the worker's wasm heap sizes: answered by 'memory'
-  // self-healing (web/src/runtime-watch.ts): the worker holds the Web Lock ``lock`` while it lives
-  // (answered by 'watching'); 'ping' is answered by 'pong' (the idle heartbeat)
-  | { type: 'configure'; id: number; assets: RuntimeAssets } // first, before any other request
-  | { type: 'watch'; id: number; lock: string; debug: boolean }
-  | { type: 'ping'; id: number }
-  // test only (refused unless 'watch' had debug): make the next engine run trap like a wasm
-  // 'unreachable', destroy the WebGPU device, or spin forever once answered (a hung worker)
-  // ('hang-in-run': the next engine run spins forever; 'oversized-allocation': the next engine run
-  // asks JS for an impossibly large typed array)
-  | { type: 'crash'; id: number; how: 'trap' | 'gpu-device' | 'hang' | 'hang-in-run' | 'oversized-allocation' };
-
 export type ErrorKind =
   | 'config' | 'bundle' | 'input' | 'engine' | 'quota' | 'network' | 'integrity' | 'text' | 'internal'
   | 'stopped' // the runtime worker died (client.ts restarts it and reloads the bundle)
   // the user's side, which the user can fix: no microphone (none, busy, unplugged, a browser
   // without the means), or access to it refused (web/src/audio/mic.ts)
   | 'device' | 'permission';
-
-export interface SessionInfo {
-  provider: string;
-  file: string;
-}
-
-/** A caller control declared in pipeline.json's pipeline.inputs: a number with a range, or
- * (options non-empty) a choice among names, whose default is one of them. */
-export interface ControlInfo {
-  name: string;
-  default: ControlValue;
-  min: number | null;
-  max: number | null;
-  doc: string;
-  options: string[]; // a choice control's names (e.g. Kokoro's voices); empty for a number
-}
 
 /** A number for a number control, an option name for a choice. */
 export type ControlValue = number | string;
@@ -180,26 +95,68 @@ export interface StartupStage {
 export interface StartupTimings {
   stages: StartupStage[];
   requested: number; // epoch ms the load request reached the worker
-  pythonSnapshot: 'restored' | 'made' | 'none'; // Pyodide's heap from this device's snapshot (workers/python-boot.ts)
+  python_snapshot: 'restored' | 'made' | 'none'; // Pyodide's heap from this device's snapshot (workers/python-boot.ts)
 }
 
-export interface LoadedInfo {
-  bundle: string;
-  kind: 'text' | 'speech' | 'voice-activity' | 'transcription' | 'image'; // image: 'run'; speech: 'speak'; text: 'generate'; voice-activity: 'detectSpeech' or 'listen'; transcription: 'transcribe'
-  sampleRate: number | null; // speech bundles: of their audio; voice-activity and transcription: the rate they take; else null
+// ---- Results and events Python makes: each interface below mirrors the dataclass of its name
+// in py/onnxpipe/web_protocol.py (tests/py/test_web_protocol.py compares their fields). ---------
+
+export interface SessionInfo {
+  provider: string;
+  file: string;
+}
+
+/** A caller control declared in pipeline.json's pipeline.inputs: a number with a range, or
+ * (options non-empty) a choice among names, whose default is one of them. */
+export interface ControlInfo {
+  name: string;
+  default: ControlValue;
+  min: number | null;
+  max: number | null;
+  doc: string;
+  options: string[]; // a choice control's names (e.g. Kokoro's voices); empty for a number
+}
+
+/** What Python reports of a bundle it opened ('open_bundle'); the worker adds the rest of LoadedInfo. */
+export interface OpenedBundle {
+  kind: 'text' | 'speech' | 'voice-activity' | 'transcription' | 'image'; // image: 'run'; speech: 'speak'; text: 'generate'; voice-activity: 'detect_speech' or 'listen'; transcription: 'transcribe'
+  sample_rate: number | null; // speech bundles: of their audio; voice-activity and transcription: the rate they take; else null
   controls: ControlInfo[];
   sessions: Record<string, SessionInfo>;
   warnings: string[];
   structure: string;
-  hasChatTemplate: boolean;
-  bootMs: number;
-  threads: number; // WASM threads the runtime was started with (fixed by a worker's first load)
-  threadsReason: ThreadChoice['reason'];
-  startup: StartupTimings; // what starting the runtime and opening this bundle took
-  loadMs: number; // includes warmUpMs
-  warmUpMs: number; // speech bundles: one short word spoken at load so the first Speak is fast
+  has_chat_template: boolean;
+  load_ms: number; // includes warm_up_ms
+  warm_up_ms: number; // speech bundles: one short word spoken at load so the first Speak is fast
   dtype: string | null; // the precision opened (transformers.js folders); null for other bundles
   dtypes: string[]; // the precisions the folder offers (load again with one of them); empty for other bundles
+}
+
+/** The large files a bundle opens here ('files_needed', asked before any is fetched). */
+export interface FilesNeeded {
+  files: string[];
+}
+
+/** New text since the previous 'token' event, and the ids it came from. */
+export interface TokenEvent {
+  text: string;
+  token_ids: number[];
+}
+
+/** Speculative decoding's counts for one reply (present when it was on). */
+export interface SpeculationStats {
+  passes: number;
+  drafted: number;
+  accepted: number;
+  acceptance_rate: number;
+}
+
+/** One sequence beam search returned; score is transformers' sequences_scores. */
+export interface BeamSequence {
+  tokens: number[];
+  score: number;
+  finish_reason: string | null;
+  text?: string;
 }
 
 export interface GenerationResult {
@@ -215,14 +172,6 @@ export interface GenerationResult {
   padded?: number[][]; // beam search with tokens.pad: those sequences' tokens filled with it to the longest
 }
 
-/** One sequence beam search returned; score is transformers' sequences_scores. */
-export interface BeamSequence {
-  tokens: number[];
-  text?: string;
-  score: number;
-  finish_reason: string | null;
-}
-
 export interface SentenceInfo {
   text: string;
   samples: number;
@@ -230,27 +179,6 @@ export interface SentenceInfo {
   compute_seconds: number;
   ids: number[]; // the ids the voice was fed (phoneme ids or text token ids)
   tokens?: number[]; // the ids an autoregressive voice generated
-}
-
-/** A voice-activity event, decided once ``time`` seconds of audio had been seen: speech began
- * at ``start`` (padded), or the segment [start, end] ended. */
-export interface VadEvent {
-  type: 'speech_start' | 'speech_end';
-  start: number;
-  end?: number; // speech_end only
-  time: number;
-}
-
-/** Speech segments of a recording (py/onnxpipe/pipeline/voice_activity.py). */
-export interface VoiceActivityResult {
-  segments: [number, number][]; // [start, end] seconds, padded
-  probabilities: number[]; // speech probability of each chunk, in order
-  events: VadEvent[];
-  audio_seconds: number;
-  compute_seconds: number;
-  sample_rate: number;
-  chunk_size: number;
-  chunks: number;
 }
 
 export interface SpeechResult {
@@ -284,13 +212,106 @@ export interface TranscriptionResult {
   finish_reason: 'done' | 'cancelled';
 }
 
+/** A voice-activity event, decided once ``time`` seconds of audio had been seen: speech began
+ * at ``start`` (padded), or the segment [start, end] ended. */
+export interface VadEvent {
+  type: 'speech_start' | 'speech_end';
+  start: number;
+  time: number;
+  end?: number; // speech_end only
+}
+
+/** Speech segments of a recording (py/onnxpipe/pipeline/voice_activity.py). */
+export interface VoiceActivityResult {
+  segments: [number, number][]; // [start, end] seconds, padded
+  probabilities: number[]; // speech probability of each chunk, in order
+  events: VadEvent[];
+  audio_seconds: number;
+  compute_seconds: number;
+  sample_rate: number;
+  chunk_size: number;
+  chunks: number;
+}
+
+/** A live detector started ('listen_start'): the rate it takes. */
+export interface ListenStarted {
+  sample_rate: number;
+}
+
+/** The events one chunk of live audio decided ('listen_push'). */
+export interface ListenHeard {
+  events: VadEvent[];
+}
+
+/** A 'run' finished denoising step ``step`` of ``steps``. */
+export interface StepEvent {
+  step: number;
+  steps: number;
+}
+
 /** What a 'run' did: the options it ran with (the seed it picked included), the shapes of its
  * outputs and the steps done; cancelled: stopped between steps, with no outputs. */
-export interface RunResult extends RunOptions {
+export interface RunResult {
   compute_seconds: number;
   shapes: Record<string, number[]>;
   steps: number; // denoising steps done (0 for a single pass)
   finish_reason: 'done' | 'cancelled';
+  seed?: number;
+  num_steps?: number;
+  guidance_scale?: number;
+  scheduler?: string;
+}
+
+// ---- The worker's own results and events -----------------------------------------------------
+
+/** What a load resolves with: Python's OpenedBundle plus the runtime's part. */
+export interface LoadedInfo extends OpenedBundle {
+  bundle: string;
+  boot_ms: number;
+  threads: number; // WASM threads the runtime was started with (fixed by a worker's first load)
+  threads_reason: ThreadChoice['reason'];
+  startup: StartupTimings; // what starting the runtime and opening this bundle took
+}
+
+/** A file's bytes (fetch, cache, verify: ``loaded`` of ``total``), the sessions opening
+ * (session), or the runtime starting (boot, file "runtime": ``loaded`` of ``total`` steps). */
+export interface ProgressEvent {
+  phase: 'boot' | 'fetch' | 'cache' | 'verify' | 'session';
+  file: string;
+  loaded: number;
+  total: number;
+  percent: number;
+}
+
+/** One sentence of audio, in order; silence between sentences is included at the end. */
+export interface AudioEvent {
+  index: number;
+  samples: Float32Array;
+  sample_rate: number;
+  sentence: SentenceInfo;
+}
+
+/** What 'speak' resolves with. */
+export interface Speech {
+  result: SpeechResult;
+  wav: Uint8Array; // 16-bit PCM WAV of the whole text (encoded by onnxpipe's Python in the worker)
+}
+
+/** Speech heard by a 'listen', in seconds of the capture stream: it began (``end`` null) or
+ * ended; ``position``: how much audio the worker had then; an end carries the utterance's
+ * samples (padded as the bundle's segments are). */
+export interface SpeechEvent {
+  type: 'speech_start' | 'speech_end';
+  start: number;
+  end: number | null;
+  position: number;
+  samples: Float32Array | null;
+}
+
+/** The listened audio: the position now, and the samples from ``from`` to now (push to talk). */
+export interface AudioClip {
+  position: number;
+  samples: Float32Array | null;
 }
 
 /** One image of pipeline.output.image: 8-bit pixels, row by row (channels interleaved), the
@@ -314,8 +335,8 @@ export interface RunOutput {
 /** Bytes of the worker's WebAssembly heaps now; a wasm heap never shrinks, so this is its peak
  * so far. null: that runtime has not started yet. */
 export interface WasmMemory {
-  ortBytes: number | null; // onnxruntime-web's heap (model weights, tensors)
-  pythonBytes: number | null; // Pyodide's heap
+  ort_bytes: number | null; // onnxruntime-web's heap (model weights, tensors)
+  python_bytes: number | null; // Pyodide's heap
 }
 
 /** A bundle stored on this device (workers/storage/catalog.ts). */
@@ -327,58 +348,104 @@ export interface StoredBundle {
   files: number; // files downloaded and verified
 }
 
-export type Event =
-  | {
-      // a file's bytes (fetch, cache, verify: ``loaded`` of ``total``), the sessions opening
-      // (session), or the runtime starting (boot, file "runtime": ``loaded`` of ``total`` steps)
-      type: 'progress';
-      id: number;
-      phase: 'boot' | 'fetch' | 'cache' | 'verify' | 'session';
-      file: string;
-      loaded: number;
-      total: number;
-      percent: number;
-    }
-  | { type: 'loaded'; id: number; info: LoadedInfo }
-  | { type: 'token'; id: number; text: string; tokenIds: number[] }
-  | { type: 'done'; id: number; result: GenerationResult }
-  | {
-      // one sentence of audio, in order; silence between sentences is included at the end
-      type: 'audio';
-      id: number;
-      index: number;
-      samples: Float32Array;
-      sampleRate: number;
-      sentence: SentenceInfo;
-    }
-  | { type: 'spoken'; id: number; result: SpeechResult; wav: Uint8Array } // 16-bit PCM WAV of all of it
-  | { type: 'step'; id: number; step: number; steps: number } // a 'run' finished denoising step ``step`` of ``steps``
-  | ({ type: 'ran'; id: number } & RunOutput) // answers 'run'
-  | { type: 'cancelled'; id: number }
-  | { type: 'booted'; id: number; threads: ThreadChoice } // answers 'boot' once the runtime is up
-  | { type: 'disposed'; id: number }
-  | { type: 'stored'; id: number; bundles: StoredBundle[] } // after a storage request
-  | { type: 'memory'; id: number; memory: WasmMemory } // answers 'memory'
-  | { type: 'listening'; id: number; sampleRate: number } // answers 'listen'
-  | {
-      // speech heard by a 'listen': start (``end`` null) or end, in seconds of the capture
-      // stream; ``position`` is how much audio the worker had then; an end carries the
-      // utterance's samples (padded as the bundle's segments are)
-      type: 'speech';
-      id: number;
-      kind: 'start' | 'end';
-      start: number;
-      end: number | null;
-      position: number;
-      samples: Float32Array | null;
-    }
-  | { type: 'clip'; id: number; position: number; samples: Float32Array | null } // answers 'audio-clip'
-  | { type: 'speechDetected'; id: number; result: VoiceActivityResult } // answers 'detectSpeech'
-  | { type: 'transcript'; id: number; window: TranscriptWindow } // each window as it is done
-  | { type: 'transcribed'; id: number; result: TranscriptionResult } // answers 'transcribe'
-  | { type: 'error'; id: number; kind: ErrorKind; message: string }
-  | { type: 'watching'; id: number; locks: boolean } // locks: false where the frame has no Web Locks
-  | { type: 'pong'; id: number }
-  // the engine is unusable (a wasm trap, out of memory, Pyodide's fatal error, the WebGPU device
-  // lost): the request ``id`` failed and the client replaces the worker
-  | { type: 'fatal'; id: number; reason: string; gpuLost: boolean };
+/** The engine is unusable (a wasm trap, out of memory, Pyodide's fatal error, the WebGPU device
+ * lost): sent instead of the answer of request ``id`` (0: none was running); the page replaces
+ * the worker. */
+export interface FatalEvent {
+  reason: string;
+  gpu_lost: boolean;
+}
+
+// ---- The verbs: what each takes, what it resolves with, what it streams meanwhile ------------
+
+type AudioArgs = { samples: Float32Array; sample_rate: number };
+
+export interface Verbs {
+  // first, before any other call: where onnxruntime-web, Pyodide, the wheel and espeak-ng are
+  // (web/src/runtime-assets.ts); a map with a field missing or unknown is refused by name
+  configure: { args: { assets: RuntimeAssets }; result: null; events: never };
+  // start the runtime before any load (the page does at once); a load with another ep or
+  // thread count than the boot's needs a fresh worker (client.ts does that)
+  boot: { args: { ep?: ExecutionProvider; threads?: number }; result: ThreadChoice; events: never };
+  load: {
+    args: {
+      bundle_url: string; ep?: ExecutionProvider; variant?: string;
+      dtype?: string; // a transformers.js folder's precision (fp32, fp16, q4, q4f16, ...); default: per provider
+      threads?: number; // WASM threads, fixed by the first load of a worker
+      cancel_buffer?: SharedArrayBuffer; // 4 bytes the page sets to 1 on cancel (isolated pages)
+    };
+    result: LoadedInfo; events: { progress: ProgressEvent };
+  };
+  generate: {
+    args: {
+      messages?: ChatMessage[]; prompt?: string; input_ids?: number[]; options?: SearchOptions;
+      images?: ImageInput[]; // vision-language bundles: one image token in the prompt per image
+    };
+    result: GenerationResult; events: { token: TokenEvent };
+  };
+  // text -> audio, sentence by sentence (bundles whose pipeline.output has "audio")
+  speak: {
+    args: {
+      text: string;
+      controls?: Record<string, ControlValue>; // pipeline.inputs by name (e.g. noise_scale, voice)
+      inputs?: Record<string, TensorInput>; // other pipeline inputs (e.g. a reference voice's audio_values)
+    };
+    result: Speech; events: { audio: AudioEvent };
+  };
+  // a one-pass bundle once (denoising: text-to-image; single_pass); cancel stops between steps
+  run: {
+    args: { inputs?: Record<string, TensorInput>; controls?: Record<string, ControlValue>; options?: RunOptions };
+    result: RunOutput; events: { step: StepEvent };
+  };
+  // speech to text (transcription bundles): mono samples at any rate, resampled in the worker
+  transcribe: { args: AudioArgs & { options?: SearchOptions }; result: TranscriptionResult; events: { transcript: TranscriptWindow } };
+  // speech segments of a whole recording (voice-activity bundles)
+  detect_speech: { args: AudioArgs & { controls?: Record<string, ControlValue> }; result: VoiceActivityResult; events: never };
+  // microphone audio straight from the capture worklet (web/src/audio/mic.ts) into the loaded
+  // voice-activity bundle: resolves once it runs; 'speech' events under its id until 'unlisten'
+  listen: { args: { port: MessagePort; controls?: Record<string, ControlValue> }; result: ListenStarted; events: { speech: SpeechEvent } };
+  unlisten: { args: Record<string, never>; result: null; events: never };
+  audio_clip: { args: { from?: number }; result: AudioClip; events: never };
+  cancel: { args: Record<string, never>; result: null; events: never }; // the running request stops within one step
+  dispose: { args: Record<string, never>; result: null; events: never };
+  // models kept on this device (workers/storage/): list them, or remove one
+  storage_list: { args: Record<string, never>; result: StoredBundle[]; events: never };
+  storage_remove: { args: { key: string }; result: StoredBundle[]; events: never };
+  memory: { args: Record<string, never>; result: WasmMemory; events: never }; // the worker's wasm heap sizes
+  // self-healing (web/src/runtime-watch.ts): the worker holds the Web Lock ``lock`` while it
+  // lives (locks: false where the frame has no Web Locks); 'ping' is the idle heartbeat
+  watch: { args: { lock: string; debug: boolean }; result: { locks: boolean }; events: never };
+  ping: { args: Record<string, never>; result: null; events: never };
+  // test only (refused unless 'watch' had debug): make the next engine run trap like a wasm
+  // 'unreachable', destroy the WebGPU device, spin forever once answered (a hung worker), spin
+  // forever in the next engine run, or ask JS for an impossibly large typed array in it
+  crash: { args: { how: 'trap' | 'gpu-device' | 'hang' | 'hang-in-run' | 'oversized-allocation' }; result: null; events: never };
+}
+
+export type Verb = keyof Verbs;
+export type ArgsOf<V extends Verb> = Verbs[V]['args'];
+export type ResultOf<V extends Verb> = Verbs[V]['result'];
+export type EventsOf<V extends Verb> = Verbs[V]['events'];
+/** A streamed event of verb ``V``: its name and data, as one tagged value. */
+export type EventOf<V extends Verb> = { [E in keyof EventsOf<V> & string]: { event: E; data: EventsOf<V>[E] } }[keyof EventsOf<V> & string];
+
+// ---- The messages: one shape each way ---------------------------------------------------------
+
+/** Page -> worker: run ``verb`` with ``args``; everything the worker sends about it carries ``id``. */
+export interface CallMessage<V extends Verb = Verb> {
+  id: number;
+  verb: V;
+  args: ArgsOf<V>;
+}
+
+export interface WireError {
+  kind: ErrorKind;
+  message: string;
+}
+
+/** Worker -> page: an event streamed while a call runs ('fatal' may come under any id), then
+ * exactly one of result or error ends the call. */
+export type WorkerMessage =
+  | { id: number; event: string; data: unknown }
+  | { id: number; result: unknown }
+  | { id: number; error: WireError };

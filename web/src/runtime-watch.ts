@@ -1,4 +1,4 @@
-// Notices that a runtime worker died, for RuntimeClient (client.ts), which then replaces it.
+// Notices that a runtime worker died, for its supervisor (supervisor.ts), which then replaces it.
 // A terminated or crashed worker sends nothing, so two watches besides its own 'error' events:
 // - a Web Lock the worker takes at start and holds while it lives: the browser releases it when
 //   the worker ends however it ends (terminate(), a crash), and the page's request for the same
@@ -9,7 +9,7 @@
 //   so no ping is judged then; instead a request that hears nothing from the worker (no event,
 //   no answer) for ``busySilenceMs`` means the worker hung in the middle of it.
 
-import type { Request } from './protocol';
+import type { Channel } from './transport';
 
 /** Ping this often while nothing is in flight ... */
 export const PING_EVERY_MS = 2000;
@@ -35,28 +35,24 @@ export class WorkerWatch {
   /** ``idle``: nothing in flight (then pings are judged); ``onDeath`` is called at most once;
    * ``everyMs``: the beat (shorter on test pages); ``busySilenceMs``: see BUSY_SILENCE_MS. */
   constructor(
-    private readonly worker: Worker,
+    private readonly channel: Channel,
     private readonly idle: () => boolean,
     private readonly onDeath: (reason: string) => void,
     private readonly everyMs = PING_EVERY_MS,
     private readonly busySilenceMs = BUSY_SILENCE_MS,
   ) {}
 
-  /** Ask the worker to take the lock (``debug``: allow the test-only 'crash' request); start pinging. */
-  start(id: number, debug: boolean): void {
-    this.worker.postMessage({ type: 'watch', id, lock: this.lock, debug } satisfies Request);
+  /** Ask the worker to take the lock (``debug``: allow the test-only 'crash' verb); start pinging. */
+  start(debug: boolean): void {
+    this.channel.call('watch', { lock: this.lock, debug }).then(({ locks }) => this.watching(locks), () => {});
     this.timer = setInterval(() => this.beat(), this.everyMs);
   }
 
   /** The worker holds the lock (``locks`` false: it has no Web Locks): wait for its release. */
-  watching(locks: boolean): void {
+  private watching(locks: boolean): void {
     if (!locks || this.stopped || !navigator.locks) return;
     navigator.locks.request(this.lock, { signal: this.abort.signal }, () => this.die('the worker ended (terminated or crashed)'))
       .catch(() => {});   // aborted by stop(), or no Web Locks in this page
-  }
-
-  pong(): void {
-    this.waiting = false;
   }
 
   /** Any message from the worker: it is alive and working on what is in flight. */
@@ -83,7 +79,9 @@ export class WorkerWatch {
     if (!this.waiting) {
       this.waiting = true;
       this.missed = 0;
-      this.worker.postMessage({ type: 'ping', id: 0 } satisfies Request);
+      this.channel.call('ping', {}).then(() => {
+        this.waiting = false;
+      }, () => {});   // rejected when the worker is replaced
     } else if (++this.missed >= PING_MISSED_BEATS) {
       this.die(`it did not answer a ping in ${(PING_MISSED_BEATS * this.everyMs) / 1000} s`);
     }

@@ -44,7 +44,7 @@ export async function memoryProbe(browser, page, origin) {
       const sessionId = await runtimeWorker();
       await call(sessionId, 'HeapProfiler.collectGarbage');
       const { usedSize } = await call(sessionId, 'Runtime.getHeapUsage');
-      return { wasm_bytes: (wasm.ortBytes ?? 0) + (wasm.pythonBytes ?? 0), js_heap_bytes: usedSize };
+      return { wasm_bytes: (wasm.ort_bytes ?? 0) + (wasm.python_bytes ?? 0), js_heap_bytes: usedSize };
     },
     close: () => cdp.detach().catch(() => {}),
   };

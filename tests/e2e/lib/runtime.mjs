@@ -3,7 +3,7 @@
 //
 //   const page = await openRuntimePage(context, server.url);
 //   const { info } = await loadBundle(page, server.url + 'models/x/', { ep: 'wasm' });
-//   const { result, events } = await generate(page, { inputIds: [1, 2], options: { max_new_tokens: 8 } });
+//   const { result, events } = await generate(page, { input_ids: [1, 2], options: { max_new_tokens: 8 } });
 //
 // Also: bundle folders on disk made servable (manifest.json written when missing or stale),
 // and the site to serve (dist/, rebuilt when stale). The native reference: ./agreement.mjs.
@@ -61,7 +61,7 @@ export async function loadBundle(page, bundleUrl, { ep, variant, dtype, threads,
 }
 
 /**
- * client.generate(request) in the page. request: {inputIds | prompt | messages, options}.
+ * client.generate(request) in the page. request: {input_ids | prompt | messages, options}.
  * cancelAfter: call client.cancel() once that many token events have arrived.
  * Resolves to {result, events: [{ms, text, tokenIds}], wallMs, firstTokenMs}.
  */
@@ -366,4 +366,32 @@ export function ensureSite({ log = (m) => process.stderr.write(m) } = {}) {
     stdio: ['ignore', 2, 2],
   });
   return dist;
+}
+
+/**
+ * The asset map (web/src/runtime-assets.ts) of the built site in ``dir`` served at ``origin``,
+ * for tests that start the runtime worker by hand and send 'configure' first: Pyodide and the
+ * wheel under /pyodide/, espeak-ng under /espeak-ng/, onnxruntime-web where Vite put it.
+ */
+export function siteAssets(dir, origin) {
+  const built = fs.readdirSync(path.join(dir, 'assets'));
+  const asset = (pattern) => {
+    const name = built.find((f) => pattern.test(f));
+    if (!name) throw new Error(`${dir}/assets has no file like ${pattern}`);
+    return new URL(`/assets/${name}`, origin).href;
+  };
+  const at = (file) => new URL(file, origin).href;
+  return {
+    ort_wasm: asset(/^ort\.wasm\.bundle\.min-.*\.mjs$/),
+    ort_wasm_binary: asset(/^ort-wasm-simd-threaded-[^.]*\.wasm$/),
+    ort_webgpu: asset(/^ort\.webgpu\.bundle\.min-.*\.mjs$/),
+    ort_webgpu_binary: asset(/^ort-wasm-simd-threaded\.asyncify-.*\.wasm$/),
+    pyodide: at('/pyodide/pyodide.mjs'),
+    pyodide_asm: at('/pyodide/pyodide.asm.mjs'),
+    pyodide_wasm: at('/pyodide/pyodide.asm.wasm'),
+    python_stdlib: at('/pyodide/python_stdlib.zip'),
+    pyodide_lock: at('/pyodide/pyodide-lock.json'),
+    espeak_ng: at('/espeak-ng/espeak-ng.js'),
+    espeak_ng_data: at('/espeak-ng/espeak-ng.data'),
+  };
 }

@@ -98,7 +98,7 @@ export class StartupLine {
   done(prefillMs: number): void {
     if (!this.pending || !this.firstTokenAt) return;
     this.show(breakdown({ ...this.pending, sentAt: this.sentAt, firstTokenAt: this.firstTokenAt, prefillMs }),
-      this.pending.info.startup.pythonSnapshot);
+      this.pending.info.startup.python_snapshot);
     this.pending = null;
   }
 

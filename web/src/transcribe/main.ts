@@ -78,7 +78,7 @@ function start(): void {
     loading ??= client.load(bundleUrl(DEFAULT_BUNDLES.asr), { ep: 'wasm', onProgress: (e) => progress.update(e) })
       .then((info) => {
         progress.finish(true);
-        model.textContent = `${info.bundle}: loaded in ${formatMs(info.loadMs)}`;
+        model.textContent = `${info.bundle}: loaded in ${formatMs(info.load_ms)}`;
         state.loaded = info;
         return info;
       }, (e: unknown) => {

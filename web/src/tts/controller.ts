@@ -93,8 +93,8 @@ export class TtsController {
       loader.showLoaded(info, ep);
       controls.setControls(info.controls);
       this.setStatus('ready');
-      status.set('ready', `Ready: ${info.bundle}, ${info.sampleRate ?? '?'} Hz, ${plural(threads, 'thread')}, ` +
-        `loaded in ${formatMs(info.loadMs)}.`);
+      status.set('ready', `Ready: ${info.bundle}, ${info.sample_rate ?? '?'} Hz, ${plural(threads, 'thread')}, ` +
+        `loaded in ${formatMs(info.load_ms)}.`);
       this.view.form.focus();
     } catch (e) {
       const shown = describeError(e);

@@ -14,7 +14,7 @@ export function availableProviders(): ExecutionProvider[] {
 
 const EP_LABEL: Record<ExecutionProvider, string> = { wasm: 'WASM (CPU)', webgpu: 'WebGPU' };
 
-const THREADS_WHY: Record<LoadedInfo['threadsReason'], string> = {
+const THREADS_WHY: Record<LoadedInfo['threads_reason'], string> = {
   rule: 'one per core, at most 4; 2 threads measured faster than 1 on 2 cores',
   explicit: 'as the load asked',
   'not isolated': 'the page is not cross-origin isolated: no shared memory for threads',
@@ -110,12 +110,12 @@ export class LoaderPanel {
     this.status.dataset.state = 'loaded';
     const sessions = Object.entries(info.sessions)
       .map(([name, s]) => `${name}: ${s.provider} (${s.file})`).join(', ');
-    const template = info.hasChatTemplate || info.kind === 'speech' ? '' : ' · no chat template';
+    const template = info.has_chat_template || info.kind === 'speech' ? '' : ' · no chat template';
     this.status.textContent =
-      `Loaded ${info.bundle}${info.dtype ? ` (${info.dtype})` : ''} in ${formatMs(info.loadMs)} (runtime boot ${formatMs(info.bootMs)}) · ` +
+      `Loaded ${info.bundle}${info.dtype ? ` (${info.dtype})` : ''} in ${formatMs(info.load_ms)} (runtime boot ${formatMs(info.boot_ms)}) · ` +
       `${info.structure} · ${sessions || 'no sessions'}${template}`;
     this.setWarnings(loadWarnings(info, ep));
-    this.showThreads({ threads: info.threads, reason: info.threadsReason });
+    this.showThreads({ threads: info.threads, reason: info.threads_reason });
   }
 
   /** The runtime's WASM thread count and why (shown once it has started, and after each load). */

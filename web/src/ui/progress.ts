@@ -2,11 +2,9 @@
 // and one for opening the sessions, under an overall bar. Every row says what it waits for, and
 // a percent is shown only where something is counted.
 
-import type { Event } from '../protocol';
+import type { ProgressEvent } from '../protocol';
 import { el } from './dom';
 import { clampPercent, formatBytes } from './format';
-
-type ProgressEvent = Extract<Event, { type: 'progress' }>;
 
 interface Row {
   root: HTMLElement;

@@ -69,7 +69,7 @@ export class ModelSlot {
         this.loadedUrl = url;
         this.progress.finish(true);
         this.status.dataset.state = 'loaded';
-        this.status.textContent = `${info.bundle} · loaded in ${formatMs(info.loadMs)}`;
+        this.status.textContent = `${info.bundle} · loaded in ${formatMs(info.load_ms)}`;
         return info;
       })
       .catch((error: unknown) => {

@@ -40,7 +40,7 @@ export class VadLink {
     const padS = LISTEN_CONTROLS.speech_pad_ms / 1000;
     // the worker listens on port2 before the worklet is told to post into port1
     await this.client.listen(channel.port2, (event) => {
-      if (event.kind === 'start') {
+      if (event.type === 'speech_start') {
         handlers.speechStart();
       } else if (event.samples && event.end !== null) {
         // the speech itself ended a padding's length before the segment's end
