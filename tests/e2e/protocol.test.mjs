@@ -225,7 +225,7 @@ test('every verb round-trips through the runtime worker', { timeout: TIMEOUTS.fi
 });
 
 test('unknown verbs, unknown arguments and malformed calls are refused by name', { timeout: TIMEOUTS.file, skip: missing ? 'bundles missing' : false }, async () => {
-  refused(await call('detectSpeech', {}), 'input', /unknown verb "detectSpeech"; the worker takes boot, load, /);
+  refused(await call('detectSpeech', {}), 'input', /unknown verb "detectSpeech"; the worker takes configure, boot, load, /);
   refused(await call('generate', { inputIds: [1] }), 'input', /generate: unknown argument "inputIds"; it takes messages, prompt, input_ids, options, images/);
   refused(await call('load', { bundleUrl: 'x' }), 'input', /load: unknown argument "bundleUrl"/);
   refused(await call('transcribe', { samples: [1], sample_rate: 16000 }), 'input', /transcribe: samples: expected a Float32Array/);
