@@ -1,6 +1,7 @@
 // The npm package (issue 25; tools/build_package.mjs, docs/library.md) as a web developer uses it,
 // outside this repo: a fresh Vite app (tests/e2e/fixtures/package-consumer) installs the packed
-// tarball with npm, builds with no Vite config and no files copied by hand, and in Chromium
+// tarball with npm, type-checks against its declarations (tsc, as Vite's TypeScript template
+// does), builds with no Vite config and no files copied by hand, and in Chromium
 // streams a chat completion, makes speech (non-silent WAV) and transcribes it, directly and
 // through the official `openai` client with `fetch: engine.fetch`; a second visit works with
 // every model request failing (the models come from the device's storage). A page with no

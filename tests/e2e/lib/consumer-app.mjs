@@ -1,7 +1,7 @@
 // A web developer's app that installs the packed npm package (build/package/onnxpipe-X.Y.Z.tgz,
 // `make package`) outside this repo: what `npm create vite` writes plus
 // tests/e2e/fixtures/package-consumer, `npm install` of the tarball and the official `openai`
-// client, then `vite build` with no config. Used by tests/e2e/package.test.mjs and
+// client, then `tsc` (src/typed.ts against the package's declarations) and `vite build` with no config. Used by tests/e2e/package.test.mjs and
 // bench/package_speed.mjs.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -31,11 +31,14 @@ export function buildConsumerApp(dir) {
   fs.cpSync(path.join(FIXTURES, 'package-consumer'), dir, { recursive: true });
   fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({
     name: 'consumer', private: true, version: '0.0.0', type: 'module',
-    scripts: { dev: 'vite', build: 'vite build', preview: 'vite preview' },
-    devDependencies: { vite: SITE.devDependencies.vite },
+    scripts: { dev: 'vite', build: 'tsc && vite build', preview: 'vite preview' },
+    devDependencies: { vite: SITE.devDependencies.vite, typescript: SITE.devDependencies.typescript },
   }, null, 2));
   npm(['install'], dir);
   npm(['install', tarball, `openai@${SITE.devDependencies.openai}`], dir);
-  execFileSync(path.join(dir, 'node_modules', '.bin', 'vite'), ['build', '--logLevel', 'warn'], { cwd: dir, stdio: ['ignore', 'pipe', 'inherit'], timeout: 300_000 });
+  // `npm run build` of Vite's TypeScript template: tsc checks src/typed.ts against the package's types
+  const bin = (name) => path.join(dir, 'node_modules', '.bin', name);
+  execFileSync(bin('tsc'), ['-p', '.'], { cwd: dir, stdio: ['ignore', 'inherit', 'inherit'], timeout: 300_000 });
+  execFileSync(bin('vite'), ['build', '--logLevel', 'warn'], { cwd: dir, stdio: ['ignore', 'pipe', 'inherit'], timeout: 300_000 });
   return dir;
 }
