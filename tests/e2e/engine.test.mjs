@@ -168,3 +168,79 @@ test('the official openai client through engine.fetch: chat, speech and transcri
   assert.deepEqual(run.offsite, [], 'requests left 127.0.0.1');
   assert.ok(!run.logs.some((l) => l.startsWith('pageerror')), run.logs.join('\n'));
 });
+
+test('onnxpipe extras on chat completions: token ids and speed on the last chunk, cached prompt tokens in usage, drafts', { timeout: TIMEOUTS.file }, async (t) => {
+  if (missing.length) return t.skip('models missing');
+  const out = await page.evaluate(async ({ model, messages }) => {
+    const { engine } = window.__onnxpipeLibrary;
+    const read = async (params) => {
+      const chunks = [];
+      for await (const chunk of await engine.chat.completions.create({ model, stream: true, stream_options: { include_usage: true }, ...params })) chunks.push(chunk);
+      return chunks;
+    };
+    const first = await read({ messages, max_tokens: 24, temperature: 0 });
+    const answer = first.map((c) => c.choices[0]?.delta?.content ?? '').join('');
+    const turn2 = [...messages, { role: 'assistant', content: answer }, { role: 'user', content: 'And of Germany?' }];
+    const second = await read({ messages: turn2, max_tokens: 16, temperature: 0 });
+    const whole = await engine.chat.completions.create({ model, messages, max_tokens: 24, temperature: 0 });
+    const drafted = await read({ messages, max_tokens: 24, temperature: 0, speculative: { method: 'prompt_lookup', max_draft: 4, ngram: 3 } });
+    // engine.fetch's server-sent events carry the same extras
+    const sse = await (await engine.fetch('http://onnxpipe.local/v1/chat/completions', {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model, messages, max_tokens: 24, temperature: 0, stream: true }),
+    })).text();
+    return { first, second, whole, drafted, sse };
+  }, { model: model('smollm2-135m-instruct'), messages: QUESTION });
+  const content = (chunks) => chunks.filter((c) => c.choices[0]?.delta?.content);
+  const last = (chunks) => chunks.find((c) => c.choices[0]?.finish_reason);
+  for (const chunks of [out.first, out.second, out.drafted]) {
+    for (const c of content(chunks)) assert.ok(Array.isArray(c.onnxpipe?.token_ids) && c.onnxpipe.token_ids.length >= 1, JSON.stringify(c));
+    const stats = last(chunks).onnxpipe;
+    assert.ok(stats.prefill_ms > 0 && stats.decode_tokens_per_s > 0, JSON.stringify(stats));
+    const usage = chunks.at(-1).usage;
+    assert.equal(stats.token_ids.length, usage.completion_tokens);
+    assert.equal(typeof usage.prompt_tokens_details.cached_tokens, 'number');
+    // the streamed pieces' token ids are the completion's, in order
+    assert.deepEqual(content(chunks).flatMap((c) => c.onnxpipe.token_ids), stats.token_ids.slice(0, content(chunks).flatMap((c) => c.onnxpipe.token_ids).length));
+  }
+  assert.deepEqual(out.whole.onnxpipe.token_ids, last(out.first).onnxpipe.token_ids, 'greedy: whole and streamed ids agree');
+  assert.equal(out.whole.usage.completion_tokens, out.whole.onnxpipe.token_ids.length);
+  const turn2 = out.second.at(-1).usage;
+  assert.ok(turn2.prompt_tokens_details.cached_tokens > 0 && turn2.prompt_tokens_details.cached_tokens < turn2.prompt_tokens,
+    `the second turn reused the first's prompt: ${JSON.stringify(turn2)}`);
+  const drafts = last(out.drafted).onnxpipe.speculative;
+  assert.ok(drafts && drafts.drafted >= drafts.accepted && drafts.accepted >= 0, JSON.stringify(last(out.drafted).onnxpipe));
+  assert.equal(last(out.first).onnxpipe.speculative, undefined, 'no drafts asked, none reported');
+  const events = out.sse.split('\n\n').filter((e) => e.startsWith('data: {')).map((e) => JSON.parse(e.slice(6)));
+  assert.deepEqual(events.find((e) => e.choices[0]?.finish_reason)?.onnxpipe?.token_ids, out.whole.onnxpipe.token_ids);
+});
+
+test('engine.storage: the stored bundles, onChange after a load and a removal, a bad key refused', { timeout: TIMEOUTS.file }, async (t) => {
+  if (missing.length) return t.skip('models missing');
+  const out = await page.evaluate(async ({ voice }) => {
+    const { engine } = window.__onnxpipeLibrary;
+    let changes = 0;
+    const stop = engine.storage.onChange(() => { changes++; });
+    await engine.unload(voice).catch(() => {});
+    await engine.load(voice);
+    const afterLoad = changes;
+    const before = await engine.storage.list();
+    let refused = null;
+    try {
+      await engine.storage.remove('');
+    } catch (e) {
+      refused = { name: e.name, kind: e.kind, param: e.param };
+    }
+    const key = before.find((b) => b.url === voice || voice.endsWith(`/${b.name}/`))?.key;
+    const left = key ? await engine.storage.remove(key) : null;
+    stop();
+    return { before, left, afterLoad, afterRemove: changes, key, refused };
+  }, { voice: model('piper-en-us-joe') });
+  assert.ok(out.key, `the loaded voice is stored: ${JSON.stringify(out.before)}`);
+  assert.ok(out.before.every((b) => b.bytes > 0 && typeof b.key === 'string'), JSON.stringify(out.before));
+  assert.ok(out.afterLoad >= 1, 'onChange ran after the load');
+  assert.equal(out.afterRemove, out.afterLoad + 1, 'onChange ran after the removal');
+  assert.ok(!out.left.some((b) => b.key === out.key), 'removed');
+  assert.equal(out.left.length, out.before.length - 1);
+  assert.deepEqual(out.refused, { name: 'InputError', kind: 'input', param: 'key' });
+});
