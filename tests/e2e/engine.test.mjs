@@ -237,10 +237,110 @@ test('engine.storage: the stored bundles, onChange after a load and a removal, a
     return { before, left, afterLoad, afterRemove: changes, key, refused };
   }, { voice: model('piper-en-us-joe') });
   assert.ok(out.key, `the loaded voice is stored: ${JSON.stringify(out.before)}`);
-  assert.ok(out.before.every((b) => b.bytes > 0 && typeof b.key === 'string'), JSON.stringify(out.before));
+  assert.ok(out.before.every((b) => b.bytes >= 0 && typeof b.key === 'string' && typeof b.url === 'string'), JSON.stringify(out.before));
+  assert.ok(out.before.find((b) => b.key === out.key).bytes > 1e6, 'the voice\'s files are counted');
   assert.ok(out.afterLoad >= 1, 'onChange ran after the load');
   assert.equal(out.afterRemove, out.afterLoad + 1, 'onChange ran after the removal');
   assert.ok(!out.left.some((b) => b.key === out.key), 'removed');
   assert.equal(out.left.length, out.before.length - 1);
   assert.deepEqual(out.refused, { name: 'InputError', kind: 'input', param: 'key' });
+});
+
+test('streamed speech (stream_format "sse"): a speech.audio.delta per sentence with its samples, then speech.audio.done', { timeout: TIMEOUTS.file }, async (t) => {
+  if (missing.length) return t.skip('models missing');
+  const out = await page.evaluate(async ({ voice }) => {
+    const { engine } = window.__onnxpipeLibrary;
+    const events = [];
+    for await (const event of await engine.audio.speech.create({ model: voice, input: 'Hello there. How are you today?', stream_format: 'sse' })) {
+      if (event.type === 'speech.audio.delta') {
+        const pcm = atob(event.audio);
+        events.push({ type: event.type, pcmBytes: pcm.length, firstPcm: (pcm.charCodeAt(0) | (pcm.charCodeAt(1) << 8)) << 16 >> 16,
+          samples: event.onnxpipe.samples.length, first: event.onnxpipe.samples[0], rate: event.onnxpipe.sample_rate,
+          index: event.onnxpipe.index, sentence: event.onnxpipe.sentence });
+      } else {
+        events.push({ type: event.type, usage: event.usage, result: event.onnxpipe.result,
+          riff: String.fromCharCode(...event.onnxpipe.wav.slice(0, 4)), wavBytes: event.onnxpipe.wav.length });
+      }
+    }
+    const refusals = [];
+    for (const params of [{ response_format: 'wav', stream_format: 'sse' }, { stream_format: 'chunks' }]) {
+      try {
+        await engine.audio.speech.create({ model: voice, input: 'Hi.', ...params });
+        refusals.push(null);
+      } catch (e) {
+        refusals.push({ name: e.name, param: e.param });
+      }
+    }
+    const sse = await (await engine.fetch('http://onnxpipe.local/v1/audio/speech', {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: voice, input: 'Hello there. How are you today?', stream_format: 'sse' }),
+    })).text();
+    return { events, refusals, sse };
+  }, { voice: model('piper-en-us-joe') });
+  const deltas = out.events.filter((e) => e.type === 'speech.audio.delta');
+  const done = out.events.at(-1);
+  assert.equal(done.type, 'speech.audio.done');
+  assert.equal(deltas.length, 2, 'one delta a sentence');
+  assert.deepEqual(deltas.map((d) => d.index), [0, 1]);
+  assert.deepEqual(deltas.map((d) => d.sentence.text.trim()), done.result.sentences.map((s) => s.text.trim()));
+  for (const d of deltas) {
+    assert.equal(d.pcmBytes, d.samples * 2, 'audio: 16-bit PCM of the samples');
+    assert.ok(Math.abs(d.firstPcm / 32767 - d.first) < 1e-3, `${d.firstPcm} vs ${d.first}`);
+    assert.equal(d.rate, done.result.sample_rate);
+  }
+  const sent = deltas.reduce((n, d) => n + d.samples, 0);
+  console.log(`# streamed speech: ${sent} samples in deltas, result.samples ${done.result.samples}, wav ${done.wavBytes} bytes`);
+  // the deltas carry each sentence with its silence after it (the last one's trailing silence too)
+  assert.ok(sent >= done.result.samples && sent - done.result.samples < 0.5 * done.result.sample_rate, `${sent} vs ${done.result.samples}`);
+  assert.equal(done.riff, 'RIFF');
+  // the WAV holds the speech, up to the last sentence's trailing silence
+  assert.ok(done.wavBytes >= 44 + done.result.samples * 2 && done.wavBytes <= 44 + sent * 2, `${done.wavBytes} bytes`);
+  assert.ok(done.usage.input_tokens > 0 && done.usage.total_tokens === done.usage.input_tokens + done.usage.output_tokens, JSON.stringify(done.usage));
+  assert.deepEqual(out.refusals, [{ name: 'InputError', param: 'response_format' }, { name: 'InputError', param: 'stream_format' }]);
+  const events = out.sse.split('\n\n').filter((e) => e.startsWith('data: ')).map((e) => JSON.parse(e.slice(6)));
+  assert.deepEqual(events.map((e) => e.type), ['speech.audio.delta', 'speech.audio.delta', 'speech.audio.done']);
+  // (a second speech: Piper's sampling makes other lengths)
+  const pcm = events.slice(0, 2).reduce((n, e) => n + atob(e.audio).length / 2, 0);
+  const { result } = events[2].onnxpipe;
+  assert.ok(pcm >= result.samples && pcm - result.samples < 0.5 * result.sample_rate, `${pcm} PCM samples vs ${result.samples}`);
+  assert.equal(events[0].onnxpipe.samples, undefined, 'no float samples in the JSON events');
+  assert.equal(events[2].onnxpipe.wav, undefined, 'no WAV in the JSON events');
+});
+
+test('streamed transcription (stream: true): transcript.text.delta per window, then transcript.text.done with the figures', { timeout: TIMEOUTS.file }, async (t) => {
+  if (missing.length) return t.skip('models missing');
+  const out = await page.evaluate(async ({ voice, asr }) => {
+    const { engine } = window.__onnxpipeLibrary;
+    const wav = await (await engine.audio.speech.create({ model: voice, input: 'Hello there, how are you today?' })).arrayBuffer();
+    const file = new File([wav], 'hello.wav', { type: 'audio/wav' });
+    const events = [];
+    for await (const event of await engine.audio.transcriptions.create({ model: asr, file, stream: true })) events.push(event);
+    const whole = await engine.audio.transcriptions.create({ model: asr, file });
+    let refused = null;
+    try {
+      await engine.audio.transcriptions.create({ model: asr, file, stream: 'yes' });
+    } catch (e) {
+      refused = { name: e.name, param: e.param };
+    }
+    const form = new FormData();
+    form.append('model', asr);
+    form.append('file', file);
+    form.append('stream', 'true');
+    const sse = await (await engine.fetch('http://onnxpipe.local/v1/audio/transcriptions', { method: 'POST', body: form })).text();
+    return { events, whole, refused, sse };
+  }, { voice: model('piper-en-us-joe'), asr: model('whisper-base') });
+  const deltas = out.events.filter((e) => e.type === 'transcript.text.delta');
+  const done = out.events.at(-1);
+  assert.equal(done.type, 'transcript.text.done');
+  assert.ok(deltas.length >= 1, JSON.stringify(out.events));
+  assert.equal(deltas.map((d) => d.delta).join('').trim(), done.text, 'the deltas add up to the text');
+  assert.equal(done.text, out.whole.text, 'streamed and whole agree');
+  assert.match(done.text.toLowerCase(), /hello there/);
+  assert.deepEqual(deltas.map((d) => d.onnxpipe.window.index), deltas.map((_, i) => i));
+  assert.ok(done.onnxpipe.audio_seconds > 1 && done.onnxpipe.compute_seconds > 0, JSON.stringify(done.onnxpipe));
+  assert.ok(done.onnxpipe.tokens.length > 3 && done.onnxpipe.windows.length === deltas.length, JSON.stringify(done.onnxpipe));
+  assert.deepEqual(out.refused, { name: 'InputError', param: 'stream' });
+  const events = out.sse.split('\n\n').filter((e) => e.startsWith('data: ')).map((e) => JSON.parse(e.slice(6)));
+  assert.equal(events.at(-1).type, 'transcript.text.done');
+  assert.equal(events.at(-1).text, done.text);
 });

@@ -3,4 +3,4 @@ export { createEngine, Engine, type EngineOptions, type EngineStorage, type Mode
 export { AbortError, InputError, ModelNotFoundError, OnnxpipeError, type OnnxpipeErrorKind } from './errors';
 export type { ChatParams, OnnxpipeChatExtras } from './chat-params';
 export type { OnnxpipeChatCompletion, OnnxpipeChatCompletionChunk, OnnxpipeChatStats, RequestOptions } from './chat';
-export type { SpeechParams, TranscriptionParams } from './audio';
+export type { SpeechAudioDelta, SpeechAudioDone, SpeechParams, SpeechStreamEvent, TranscriptionParams, TranscriptionStreamEvent, TranscriptTextDelta, TranscriptTextDone } from './audio';
