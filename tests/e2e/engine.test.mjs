@@ -344,3 +344,43 @@ test('streamed transcription (stream: true): transcript.text.delta per window, t
   assert.equal(events.at(-1).type, 'transcript.text.done');
   assert.equal(events.at(-1).text, done.text);
 });
+
+test('engine.audio.listen: voice activity on a port as Realtime speech_started / speech_stopped events, clip, close', { timeout: TIMEOUTS.file }, async (t) => {
+  if (missing.length || !fs.existsSync(path.join(ROOT, 'public', 'models', 'silero-vad', 'manifest.json'))) return t.skip('models missing');
+  const out = await page.evaluate(async ({ voice, vad, timeout }) => {
+    const { engine } = window.__onnxpipeLibrary;
+    const wav = await (await engine.audio.speech.create({ model: voice, input: 'Hello there, how are you today?' })).arrayBuffer();
+    const decoded = await new OfflineAudioContext(1, 1, 16000).decodeAudioData(wav);
+    const audio = new Float32Array(16000 + decoded.length + 16000);   // a second of silence either side
+    audio.set(decoded.getChannelData(0), 16000);
+    let refused = null;
+    try {
+      await engine.audio.listen({ model: vad, port: new MessageChannel().port2, threshold: 0.5 });
+    } catch (e) {
+      refused = { name: e.name, param: e.param };
+    }
+    const channel = new MessageChannel();
+    const listening = await engine.audio.listen({ model: vad, port: channel.port2, controls: { min_silence_ms: 500 } });
+    const events = [];
+    const reading = (async () => {
+      for await (const e of listening) {
+        events.push({ type: e.type, start: e.audio_start_ms, end: e.audio_end_ms ?? null, samples: e.onnxpipe.samples?.length ?? null });
+        if (e.type === 'input_audio_buffer.speech_stopped') return;
+      }
+    })();
+    for (let at = 0; at < audio.length; at += 512) channel.port1.postMessage({ type: 'chunk', samples: audio.slice(at, at + 512), at });
+    await Promise.race([reading, new Promise((r) => setTimeout(r, timeout))]);
+    const clip = await listening.clip(16000);
+    await listening.close();
+    return { events, refused, rate: listening.sample_rate, clip: { position: clip.position, samples: clip.samples?.length ?? null }, total: audio.length };
+  }, { voice: model('piper-en-us-joe'), vad: model('silero-vad'), timeout: TIMEOUTS.generate });
+  assert.deepEqual(out.refused, { name: 'InputError', param: 'threshold' });
+  assert.equal(out.rate, 16000);
+  assert.deepEqual(out.events.map((e) => e.type), ['input_audio_buffer.speech_started', 'input_audio_buffer.speech_stopped'], JSON.stringify(out.events));
+  const [started, stopped] = out.events;
+  assert.ok(started.start > 700 && started.start < 1300, `speech began near 1 s: ${started.start} ms`);
+  assert.equal(stopped.start, started.start);
+  assert.ok(stopped.end > stopped.start + 1000, JSON.stringify(stopped));
+  assert.ok(Math.abs(stopped.samples - (stopped.end - stopped.start) * 16) <= 16, `the utterance's samples: ${stopped.samples}`);
+  assert.ok(out.clip.position > 16000 && out.clip.samples === out.clip.position - 16000, JSON.stringify(out.clip));
+});

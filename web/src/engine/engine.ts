@@ -4,6 +4,7 @@
 import { RuntimeClient, type LoadOptions, type RuntimeStatus } from '../client';
 import type { ExecutionProvider, LoadedInfo, ProgressEvent, StoredBundle, ThreadChoice } from '../protocol';
 import { Speech, Transcriptions } from './audio';
+import { Listener } from './listen';
 import { ChatCompletions } from './chat';
 import { InputError, fromRuntime } from './errors';
 import { assetsAt } from '../runtime-assets';
@@ -62,7 +63,8 @@ export interface Model {
 export class Engine {
   private readonly table: ModelTable;
   readonly chat: { completions: ChatCompletions };
-  readonly audio: { speech: Speech; transcriptions: Transcriptions };
+  /** ``listen``: onnxpipe's extra (voice activity on a microphone stream, engine/listen.ts). */
+  readonly audio: { speech: Speech; transcriptions: Transcriptions; listen: Listener['listen'] };
   readonly models: { list: () => Promise<{ object: 'list'; data: Model[] }> };
   /** OpenAI's HTTP routes, for the official client's ``fetch`` option. */
   readonly fetch: typeof fetch;
@@ -97,7 +99,8 @@ export class Engine {
       },
     };
     this.chat = { completions: new ChatCompletions(this.table) };
-    this.audio = { speech: new Speech(this.table), transcriptions: new Transcriptions(this.table) };
+    const listener = new Listener(this.table);
+    this.audio = { speech: new Speech(this.table), transcriptions: new Transcriptions(this.table), listen: (params) => listener.listen(params) };
     this.models = {
       list: async () => ({
         object: 'list',

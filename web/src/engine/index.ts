@@ -4,3 +4,4 @@ export { AbortError, InputError, ModelNotFoundError, OnnxpipeError, type Onnxpip
 export type { ChatParams, OnnxpipeChatExtras } from './chat-params';
 export type { OnnxpipeChatCompletion, OnnxpipeChatCompletionChunk, OnnxpipeChatStats, RequestOptions } from './chat';
 export type { SpeechAudioDelta, SpeechAudioDone, SpeechParams, SpeechStreamEvent, TranscriptionParams, TranscriptionStreamEvent, TranscriptTextDelta, TranscriptTextDone } from './audio';
+export type { ListenEvent, ListenParams, Listening, SpeechStarted, SpeechStopped } from './listen';
