@@ -168,3 +168,219 @@ test('the official openai client through engine.fetch: chat, speech and transcri
   assert.deepEqual(run.offsite, [], 'requests left 127.0.0.1');
   assert.ok(!run.logs.some((l) => l.startsWith('pageerror')), run.logs.join('\n'));
 });
+
+test('onnxpipe extras on chat completions: token ids and speed on the last chunk, cached prompt tokens in usage, drafts', { timeout: TIMEOUTS.file }, async (t) => {
+  if (missing.length) return t.skip('models missing');
+  const out = await page.evaluate(async ({ model, messages }) => {
+    const { engine } = window.__onnxpipeLibrary;
+    const read = async (params) => {
+      const chunks = [];
+      for await (const chunk of await engine.chat.completions.create({ model, stream: true, stream_options: { include_usage: true }, ...params })) chunks.push(chunk);
+      return chunks;
+    };
+    const first = await read({ messages, max_tokens: 24, temperature: 0 });
+    const answer = first.map((c) => c.choices[0]?.delta?.content ?? '').join('');
+    const turn2 = [...messages, { role: 'assistant', content: answer }, { role: 'user', content: 'And of Germany?' }];
+    const second = await read({ messages: turn2, max_tokens: 16, temperature: 0 });
+    const whole = await engine.chat.completions.create({ model, messages, max_tokens: 24, temperature: 0 });
+    const drafted = await read({ messages, max_tokens: 24, temperature: 0, speculative: { method: 'prompt_lookup', max_draft: 4, ngram: 3 } });
+    // engine.fetch's server-sent events carry the same extras
+    const sse = await (await engine.fetch('http://onnxpipe.local/v1/chat/completions', {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model, messages, max_tokens: 24, temperature: 0, stream: true }),
+    })).text();
+    return { first, second, whole, drafted, sse };
+  }, { model: model('smollm2-135m-instruct'), messages: QUESTION });
+  const content = (chunks) => chunks.filter((c) => c.choices[0]?.delta?.content);
+  const last = (chunks) => chunks.find((c) => c.choices[0]?.finish_reason);
+  for (const chunks of [out.first, out.second, out.drafted]) {
+    for (const c of content(chunks)) assert.ok(Array.isArray(c.onnxpipe?.token_ids) && c.onnxpipe.token_ids.length >= 1, JSON.stringify(c));
+    const stats = last(chunks).onnxpipe;
+    assert.ok(stats.prefill_ms > 0 && stats.decode_tokens_per_s > 0, JSON.stringify(stats));
+    const usage = chunks.at(-1).usage;
+    assert.equal(stats.token_ids.length, usage.completion_tokens);
+    assert.equal(typeof usage.prompt_tokens_details.cached_tokens, 'number');
+    // the streamed pieces' token ids are the completion's, in order
+    assert.deepEqual(content(chunks).flatMap((c) => c.onnxpipe.token_ids), stats.token_ids.slice(0, content(chunks).flatMap((c) => c.onnxpipe.token_ids).length));
+  }
+  assert.deepEqual(out.whole.onnxpipe.token_ids, last(out.first).onnxpipe.token_ids, 'greedy: whole and streamed ids agree');
+  assert.equal(out.whole.usage.completion_tokens, out.whole.onnxpipe.token_ids.length);
+  const turn2 = out.second.at(-1).usage;
+  assert.ok(turn2.prompt_tokens_details.cached_tokens > 0 && turn2.prompt_tokens_details.cached_tokens < turn2.prompt_tokens,
+    `the second turn reused the first's prompt: ${JSON.stringify(turn2)}`);
+  const drafts = last(out.drafted).onnxpipe.speculative;
+  assert.ok(drafts && drafts.drafted >= drafts.accepted && drafts.accepted >= 0, JSON.stringify(last(out.drafted).onnxpipe));
+  assert.equal(last(out.first).onnxpipe.speculative, undefined, 'no drafts asked, none reported');
+  const events = out.sse.split('\n\n').filter((e) => e.startsWith('data: {')).map((e) => JSON.parse(e.slice(6)));
+  assert.deepEqual(events.find((e) => e.choices[0]?.finish_reason)?.onnxpipe?.token_ids, out.whole.onnxpipe.token_ids);
+});
+
+test('engine.storage: the stored bundles, onChange after a load and a removal, a bad key refused', { timeout: TIMEOUTS.file }, async (t) => {
+  if (missing.length) return t.skip('models missing');
+  const out = await page.evaluate(async ({ voice }) => {
+    const { engine } = window.__onnxpipeLibrary;
+    let changes = 0;
+    const stop = engine.storage.onChange(() => { changes++; });
+    await engine.unload(voice).catch(() => {});
+    await engine.load(voice);
+    const afterLoad = changes;
+    const before = await engine.storage.list();
+    let refused = null;
+    try {
+      await engine.storage.remove('');
+    } catch (e) {
+      refused = { name: e.name, kind: e.kind, param: e.param };
+    }
+    const key = before.find((b) => b.url === voice || voice.endsWith(`/${b.name}/`))?.key;
+    const left = key ? await engine.storage.remove(key) : null;
+    stop();
+    return { before, left, afterLoad, afterRemove: changes, key, refused };
+  }, { voice: model('piper-en-us-joe') });
+  assert.ok(out.key, `the loaded voice is stored: ${JSON.stringify(out.before)}`);
+  assert.ok(out.before.every((b) => b.bytes >= 0 && typeof b.key === 'string' && typeof b.url === 'string'), JSON.stringify(out.before));
+  assert.ok(out.before.find((b) => b.key === out.key).bytes > 1e6, 'the voice\'s files are counted');
+  assert.ok(out.afterLoad >= 1, 'onChange ran after the load');
+  assert.equal(out.afterRemove, out.afterLoad + 1, 'onChange ran after the removal');
+  assert.ok(!out.left.some((b) => b.key === out.key), 'removed');
+  assert.equal(out.left.length, out.before.length - 1);
+  assert.deepEqual(out.refused, { name: 'InputError', kind: 'input', param: 'key' });
+});
+
+test('streamed speech (stream_format "sse"): a speech.audio.delta per sentence with its samples, then speech.audio.done', { timeout: TIMEOUTS.file }, async (t) => {
+  if (missing.length) return t.skip('models missing');
+  const out = await page.evaluate(async ({ voice }) => {
+    const { engine } = window.__onnxpipeLibrary;
+    const events = [];
+    for await (const event of await engine.audio.speech.create({ model: voice, input: 'Hello there. How are you today?', stream_format: 'sse' })) {
+      if (event.type === 'speech.audio.delta') {
+        const pcm = atob(event.audio);
+        events.push({ type: event.type, pcmBytes: pcm.length, firstPcm: (pcm.charCodeAt(0) | (pcm.charCodeAt(1) << 8)) << 16 >> 16,
+          samples: event.onnxpipe.samples.length, first: event.onnxpipe.samples[0], rate: event.onnxpipe.sample_rate,
+          index: event.onnxpipe.index, sentence: event.onnxpipe.sentence });
+      } else {
+        events.push({ type: event.type, usage: event.usage, result: event.onnxpipe.result,
+          riff: String.fromCharCode(...event.onnxpipe.wav.slice(0, 4)), wavBytes: event.onnxpipe.wav.length });
+      }
+    }
+    const refusals = [];
+    for (const params of [{ response_format: 'wav', stream_format: 'sse' }, { stream_format: 'chunks' }]) {
+      try {
+        await engine.audio.speech.create({ model: voice, input: 'Hi.', ...params });
+        refusals.push(null);
+      } catch (e) {
+        refusals.push({ name: e.name, param: e.param });
+      }
+    }
+    const sse = await (await engine.fetch('http://onnxpipe.local/v1/audio/speech', {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: voice, input: 'Hello there. How are you today?', stream_format: 'sse' }),
+    })).text();
+    return { events, refusals, sse };
+  }, { voice: model('piper-en-us-joe') });
+  const deltas = out.events.filter((e) => e.type === 'speech.audio.delta');
+  const done = out.events.at(-1);
+  assert.equal(done.type, 'speech.audio.done');
+  assert.equal(deltas.length, 2, 'one delta a sentence');
+  assert.deepEqual(deltas.map((d) => d.index), [0, 1]);
+  assert.deepEqual(deltas.map((d) => d.sentence.text.trim()), done.result.sentences.map((s) => s.text.trim()));
+  for (const d of deltas) {
+    assert.equal(d.pcmBytes, d.samples * 2, 'audio: 16-bit PCM of the samples');
+    assert.ok(Math.abs(d.firstPcm / 32767 - d.first) < 1e-3, `${d.firstPcm} vs ${d.first}`);
+    assert.equal(d.rate, done.result.sample_rate);
+  }
+  const sent = deltas.reduce((n, d) => n + d.samples, 0);
+  console.log(`# streamed speech: ${sent} samples in deltas, result.samples ${done.result.samples}, wav ${done.wavBytes} bytes`);
+  // the deltas carry each sentence with its silence after it (the last one's trailing silence too)
+  assert.ok(sent >= done.result.samples && sent - done.result.samples < 0.5 * done.result.sample_rate, `${sent} vs ${done.result.samples}`);
+  assert.equal(done.riff, 'RIFF');
+  // the WAV holds the speech, up to the last sentence's trailing silence
+  assert.ok(done.wavBytes >= 44 + done.result.samples * 2 && done.wavBytes <= 44 + sent * 2, `${done.wavBytes} bytes`);
+  assert.ok(done.usage.input_tokens > 0 && done.usage.total_tokens === done.usage.input_tokens + done.usage.output_tokens, JSON.stringify(done.usage));
+  assert.deepEqual(out.refusals, [{ name: 'InputError', param: 'response_format' }, { name: 'InputError', param: 'stream_format' }]);
+  const events = out.sse.split('\n\n').filter((e) => e.startsWith('data: ')).map((e) => JSON.parse(e.slice(6)));
+  assert.deepEqual(events.map((e) => e.type), ['speech.audio.delta', 'speech.audio.delta', 'speech.audio.done']);
+  // (a second speech: Piper's sampling makes other lengths)
+  const pcm = events.slice(0, 2).reduce((n, e) => n + atob(e.audio).length / 2, 0);
+  const { result } = events[2].onnxpipe;
+  assert.ok(pcm >= result.samples && pcm - result.samples < 0.5 * result.sample_rate, `${pcm} PCM samples vs ${result.samples}`);
+  assert.equal(events[0].onnxpipe.samples, undefined, 'no float samples in the JSON events');
+  assert.equal(events[2].onnxpipe.wav, undefined, 'no WAV in the JSON events');
+});
+
+test('streamed transcription (stream: true): transcript.text.delta per window, then transcript.text.done with the figures', { timeout: TIMEOUTS.file }, async (t) => {
+  if (missing.length) return t.skip('models missing');
+  const out = await page.evaluate(async ({ voice, asr }) => {
+    const { engine } = window.__onnxpipeLibrary;
+    const wav = await (await engine.audio.speech.create({ model: voice, input: 'Hello there, how are you today?' })).arrayBuffer();
+    const file = new File([wav], 'hello.wav', { type: 'audio/wav' });
+    const events = [];
+    for await (const event of await engine.audio.transcriptions.create({ model: asr, file, stream: true })) events.push(event);
+    const whole = await engine.audio.transcriptions.create({ model: asr, file });
+    let refused = null;
+    try {
+      await engine.audio.transcriptions.create({ model: asr, file, stream: 'yes' });
+    } catch (e) {
+      refused = { name: e.name, param: e.param };
+    }
+    const form = new FormData();
+    form.append('model', asr);
+    form.append('file', file);
+    form.append('stream', 'true');
+    const sse = await (await engine.fetch('http://onnxpipe.local/v1/audio/transcriptions', { method: 'POST', body: form })).text();
+    return { events, whole, refused, sse };
+  }, { voice: model('piper-en-us-joe'), asr: model('whisper-base') });
+  const deltas = out.events.filter((e) => e.type === 'transcript.text.delta');
+  const done = out.events.at(-1);
+  assert.equal(done.type, 'transcript.text.done');
+  assert.ok(deltas.length >= 1, JSON.stringify(out.events));
+  assert.equal(deltas.map((d) => d.delta).join('').trim(), done.text, 'the deltas add up to the text');
+  assert.equal(done.text, out.whole.text, 'streamed and whole agree');
+  assert.match(done.text.toLowerCase(), /hello there/);
+  assert.deepEqual(deltas.map((d) => d.onnxpipe.window.index), deltas.map((_, i) => i));
+  assert.ok(done.onnxpipe.audio_seconds > 1 && done.onnxpipe.compute_seconds > 0, JSON.stringify(done.onnxpipe));
+  assert.ok(done.onnxpipe.tokens.length > 3 && done.onnxpipe.windows.length === deltas.length, JSON.stringify(done.onnxpipe));
+  assert.deepEqual(out.refused, { name: 'InputError', param: 'stream' });
+  const events = out.sse.split('\n\n').filter((e) => e.startsWith('data: ')).map((e) => JSON.parse(e.slice(6)));
+  assert.equal(events.at(-1).type, 'transcript.text.done');
+  assert.equal(events.at(-1).text, done.text);
+});
+
+test('engine.audio.listen: voice activity on a port as Realtime speech_started / speech_stopped events, clip, close', { timeout: TIMEOUTS.file }, async (t) => {
+  if (missing.length || !fs.existsSync(path.join(ROOT, 'public', 'models', 'silero-vad', 'manifest.json'))) return t.skip('models missing');
+  const out = await page.evaluate(async ({ voice, vad, timeout }) => {
+    const { engine } = window.__onnxpipeLibrary;
+    const wav = await (await engine.audio.speech.create({ model: voice, input: 'Hello there, how are you today?' })).arrayBuffer();
+    const decoded = await new OfflineAudioContext(1, 1, 16000).decodeAudioData(wav);
+    const audio = new Float32Array(16000 + decoded.length + 16000);   // a second of silence either side
+    audio.set(decoded.getChannelData(0), 16000);
+    let refused = null;
+    try {
+      await engine.audio.listen({ model: vad, port: new MessageChannel().port2, threshold: 0.5 });
+    } catch (e) {
+      refused = { name: e.name, param: e.param };
+    }
+    const channel = new MessageChannel();
+    const listening = await engine.audio.listen({ model: vad, port: channel.port2, controls: { min_silence_ms: 500 } });
+    const events = [];
+    const reading = (async () => {
+      for await (const e of listening) {
+        events.push({ type: e.type, start: e.audio_start_ms, end: e.audio_end_ms ?? null, samples: e.onnxpipe.samples?.length ?? null });
+        if (e.type === 'input_audio_buffer.speech_stopped') return;
+      }
+    })();
+    for (let at = 0; at < audio.length; at += 512) channel.port1.postMessage({ type: 'chunk', samples: audio.slice(at, at + 512), at });
+    await Promise.race([reading, new Promise((r) => setTimeout(r, timeout))]);
+    const clip = await listening.clip(16000);
+    await listening.close();
+    return { events, refused, rate: listening.sample_rate, clip: { position: clip.position, samples: clip.samples?.length ?? null }, total: audio.length };
+  }, { voice: model('piper-en-us-joe'), vad: model('silero-vad'), timeout: TIMEOUTS.generate });
+  assert.deepEqual(out.refused, { name: 'InputError', param: 'threshold' });
+  assert.equal(out.rate, 16000);
+  assert.deepEqual(out.events.map((e) => e.type), ['input_audio_buffer.speech_started', 'input_audio_buffer.speech_stopped'], JSON.stringify(out.events));
+  const [started, stopped] = out.events;
+  assert.ok(started.start > 700 && started.start < 1300, `speech began near 1 s: ${started.start} ms`);
+  assert.equal(stopped.start, started.start);
+  assert.ok(stopped.end > stopped.start + 1000, JSON.stringify(stopped));
+  assert.ok(Math.abs(stopped.samples - (stopped.end - stopped.start) * 16) <= 16, `the utterance's samples: ${stopped.samples}`);
+  assert.ok(out.clip.position > 16000 && out.clip.samples === out.clip.position - 16000, JSON.stringify(out.clip));
+});

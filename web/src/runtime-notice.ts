@@ -1,7 +1,12 @@
 // What the pages show when their runtime worker died and healed (RuntimeClient.onStatus):
 // one line, data-testid="runtime-notice", data-state stopped | restored | failed.
 
-import type { RuntimeClient, RuntimeStatus } from './client';
+import type { RuntimeStatus } from './client';
+
+/** A RuntimeClient, or an engine (engine.onStatus: every model's worker). */
+export interface StatusSource {
+  onStatus(listener: (status: RuntimeStatus) => void): () => void;
+}
 
 /** The sentence a page (or the widget) shows for ``status``; ``label`` names the runtime
  * where a page has several (the voice page's four models). */
@@ -24,7 +29,7 @@ export class RuntimeNotice {
   readonly root: HTMLElement;
   private readonly text: HTMLElement;
 
-  constructor(client: RuntimeClient, label?: string) {
+  constructor(client: StatusSource, label?: string) {
     this.text = document.createElement('span');
     const dismiss = document.createElement('button');
     dismiss.type = 'button';

@@ -1,6 +1,9 @@
 // The chat's behaviour: load a bundle, send turns, stop, start over. The UI pieces only render.
 
-import type { RuntimeClient } from '../client';
+import type { Engine } from '../engine/engine';
+import type { ChatParams } from '../engine/chat-params';
+import type { OnnxpipeChatStats } from '../engine/chat';
+import type { GenerationResult, SearchOptions, ThreadChoice } from '../protocol';
 import type { Composer } from './composer';
 import type { ErrorBanner } from '../ui/error-banner';
 import { describeError } from '../ui/format';
@@ -29,19 +32,24 @@ export class ChatController {
   /** Set by Stop for the running turn, so its bubble can say it was cut short. */
   private stopRequested = false;
   private loads = 0;
+  /** The model the page loaded (its bundle URL, the engine's model id), else null. */
+  model: string | null = null;
+  /** Aborts the running turn (Stop). */
+  private abort: AbortController | null = null;
 
-  /** The runtime starts booting as the page opens (WASM, threads by the worker's rule), so a
-   * Load finds it up; Load with WebGPU starts a fresh worker instead (client.ts). */
+  /** The engine's runtime starts booting as the page opens (WASM, threads by the worker's rule),
+   * so a Load finds it up; Load with WebGPU starts a fresh worker instead (client.ts). */
   constructor(
-    private readonly client: RuntimeClient,
+    private readonly engine: Engine,
+    booted: Promise<ThreadChoice>,
     readonly state: ChatState,
     private readonly view: ChatView,
   ) {
     // a failed boot is reported by the load that needs it
-    client.boot({ ep: 'wasm' }).then((choice) => view.loader.showThreads(choice), () => {});
+    booted.then((choice) => view.loader.showThreads(choice), () => {});
     // the worker died and came back (runtime-notice.ts says so): show what now runs, e.g. WASM
     // after a lost WebGPU device; or, when it could not come back, that nothing is loaded
-    client.onStatus((status) => {
+    engine.onStatus((status) => {
       if (status.state === 'restored' && status.info) {
         Object.assign(this.state, { loaded: status.info, ep: status.ep });
         view.loader.showLoaded(status.info, status.ep);
@@ -64,7 +72,11 @@ export class ChatController {
     loader.showLoading(bundle, ep, dtype);
     this.view.startup.loading(performance.now(), this.loads++ === 0);
     try {
-      const info = await this.client.load(bundle.url, { ep, dtype, onProgress: (e) => loader.progress.update(e) });
+      // one model at a time: the last one's worker (and its memory) goes first
+      const previous = this.model;
+      this.model = bundle.url;   // (the test hook's client follows it from the start of the load)
+      if (previous) await this.engine.unload(previous).catch(() => {});
+      const info = await this.engine.load(bundle.url, { ep, dtype, onProgress: (e) => loader.progress.update(e) });
       this.view.startup.loaded(info);
       this.state.loaded = info;
       this.state.warnings = loadWarnings(info, ep);
@@ -74,6 +86,7 @@ export class ChatController {
       this.view.composer.focus();
     } catch (e) {
       const shown = describeError(e);
+      this.model = null;
       this.state.lastError = { ...shown, during: 'load' };
       loader.showFailed(shown.message);
       error.show(shown, `Loading ${bundle.label} failed`);
@@ -97,27 +110,55 @@ export class ChatController {
     this.setStatus('generating');
     stats.start();
     this.view.startup.sent();
+    const abort = new AbortController();
+    this.abort = abort;
+    let final: OnnxpipeChatStats | null = null;
+    let finish: string | null = null;
+    let usage: { prompt_tokens: number; prompt_tokens_details?: { cached_tokens?: number } } | undefined;
     try {
-      const result = await this.client.generate({
-        messages: this.state.messages.map((m) => ({ ...m })),
-        options,
-        onToken: (token, ids) => {
+      if (!this.model) throw new Error('no model is loaded');
+      const stream = await this.engine.chat.completions.create({
+        ...chatParams(options), model: this.model, messages: this.state.messages.map((m) => ({ ...m })),
+        stream: true, stream_options: { include_usage: true },
+      }, { signal: abort.signal });
+      for await (const chunk of stream) {
+        const choice = chunk.choices[0];
+        const token = choice?.delta.content;
+        if (token) {
           this.state.streaming += token;
           bubble.append(token);
-          stats.onToken(ids.length);
+          stats.onToken(chunk.onnxpipe?.token_ids.length ?? 1);
           this.view.startup.token();
           messages.scrollToEnd();
-        },
-      });
-      // the worker's text is authoritative; the next turn must carry exactly what it produced
-      const content = result.text ?? this.state.streaming;
-      const stopped = result.finish_reason === 'cancelled' || this.stopRequested;
-      bubble.finish(content, stopped ? (content ? 'stopped' : 'stopped before any output') : undefined);
+        }
+        if (choice?.finish_reason) {
+          finish = choice.finish_reason;
+          final = chunk.onnxpipe && 'decode_tokens_per_s' in chunk.onnxpipe ? chunk.onnxpipe : null;
+        }
+        if (chunk.usage) usage = chunk.usage;
+      }
+      const content = this.state.streaming;
+      bubble.finish(content, this.stopRequested ? (content ? 'stopped' : 'stopped before any output') : undefined);
       this.state.messages.push({ role: 'assistant', content });
+      const result: GenerationResult = {
+        tokens: final?.token_ids ?? [], text: content, finish_reason: finish,
+        prompt_tokens: usage?.prompt_tokens ?? 0, cached_tokens: usage?.prompt_tokens_details?.cached_tokens ?? 0,
+        prefill_ms: final?.prefill_ms ?? 0, decode_tokens_per_s: final?.decode_tokens_per_s ?? 0,
+        ...(final?.speculative ? { speculative: final.speculative } : {}),
+      };
       this.state.lastResult = result;
       stats.show(result);
       this.view.startup.done(result.prefill_ms);
     } catch (e) {
+      if (abort.signal.aborted && e instanceof Error && e.name === 'AbortError') {
+        // Stop: the reply so far stays in the conversation (the worker's cancel lands behind it)
+        const content = this.state.streaming;
+        bubble.finish(content, content ? 'stopped' : 'stopped before any output');
+        this.state.messages.push({ role: 'assistant', content });
+        this.state.lastResult = null;
+        stats.stopped();
+        return;
+      }
       // drop the failed turn so the conversation stays what the page shows; give the text back
       const shown = describeError(e);
       this.state.lastError = { ...shown, during: 'generate' };
@@ -128,6 +169,7 @@ export class ChatController {
       stats.clear();
       error.show(shown, 'Generation failed');
     } finally {
+      this.abort = null;
       this.state.streaming = '';
       this.setStatus(this.state.loaded ? 'ready' : 'idle');
       if (this.clearWhenSettled) this.resetConversation();
@@ -138,13 +180,8 @@ export class ChatController {
     if (this.state.status !== 'generating') return;
     this.stopRequested = true;
     this.setStatus('stopping');
-    try {
-      await this.client.cancel();
-    } catch (e) {
-      const shown = describeError(e);
-      this.state.lastError = { ...shown, during: 'cancel' };
-      this.view.error.show(shown, 'Stop failed');
-    }
+    // the turn's stream ends at once; the engine cancels the worker's generation within one step
+    this.abort?.abort();
   }
 
   /** Nothing to tell the worker: it starts over when the messages no longer share its prefix. */
@@ -181,6 +218,21 @@ export class ChatController {
     this.view.messages.clear();
     this.view.stats.clear();
   }
+}
+
+/** The sampling panel's options as a Chat Completions request (greedy: temperature 0). */
+function chatParams(options: SearchOptions): Partial<ChatParams> {
+  const params: Partial<ChatParams> = {};
+  if (!options.do_sample) params.temperature = 0;
+  else if (options.temperature !== undefined) params.temperature = options.temperature;
+  if (options.do_sample && options.top_p !== undefined) params.top_p = options.top_p;
+  if (options.top_k !== undefined) params.top_k = options.top_k;
+  if (options.min_p !== undefined) params.min_p = options.min_p;
+  if (options.random_seed !== undefined) params.seed = options.random_seed;
+  if (options.repetition_penalty !== undefined) params.repetition_penalty = options.repetition_penalty;
+  if (options.max_new_tokens !== undefined) params.max_completion_tokens = options.max_new_tokens;
+  if (options.speculative !== undefined) params.speculative = options.speculative;
+  return params;
 }
 
 /** What the empty conversation says: the next thing to do. */

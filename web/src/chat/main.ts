@@ -1,7 +1,9 @@
-// Chat page entry: builds the DOM, starts the runtime worker client, wires the controller.
+// Chat page entry: builds the DOM, starts the engine (web/src/engine, the npm package's own
+// code: the page runs what the package ships), wires the controller.
 
 import '../styles.css';
-import { RuntimeClient } from '../client';
+import type { RuntimeClient } from '../client';
+import { type Engine, engineClient, startEngine } from '../engine/engine';
 import { enableOffline } from '../offline';
 import { mountBuildFooter } from '../app/build-info';
 import { listBundles } from '../ui/bundles';
@@ -21,8 +23,9 @@ import { RuntimeNotice } from '../runtime-notice';
 
 declare global {
   interface Window {
-    /** Test hooks: the live client and the page state (mutated in place). */
-    __onnxpipe?: { client: RuntimeClient | null; state: ChatState; controller: ChatController | null };
+    /** Test hooks: the page state (mutated in place); ``client``: the engine's RuntimeClient for
+     * the model the page loaded, or before any its booted runtime (tests drive it directly). */
+    __onnxpipe?: { client: RuntimeClient | null; state: ChatState; controller: ChatController | null; engine?: Engine | null };
   }
 }
 
@@ -63,18 +66,22 @@ function start(): void {
   mountBuildFooter();
   const bundles = listBundles('text');
   void (async () => {
-    let client: RuntimeClient | null = null;
+    let engine: Engine | null = null;
     try {
-      client = new RuntimeClient();
-      controller = new ChatController(client, state, view);
+      const started = startEngine({ ep: 'wasm' });
+      engine = started.engine;
+      controller = new ChatController(engine, started.booted, state, view);
       controller.setStatus('idle');
     } catch (e) {
       view.error.show(describeError(e), 'The runtime worker could not start');
       view.loader.setBusy(true, false);
     }
-    window.__onnxpipe = { client, state, controller };
-    if (client) mountStoragePanel(view.root.querySelector('aside.side') ?? view.root, client);
-    if (client) view.error.root.before(new RuntimeNotice(client).root);   // the worker died / healed
+    const hooks = { state, controller, engine };
+    window.__onnxpipe = Object.defineProperty(hooks, 'client', {
+      get: () => (engine ? engineClient(engine, controller?.model ?? null) : null), enumerable: true,
+    }) as typeof hooks & { client: RuntimeClient | null };
+    if (engine) mountStoragePanel(view.root.querySelector('aside.side') ?? view.root, engine.storage);
+    if (engine) view.error.root.before(new RuntimeNotice(engine).root);   // a worker died / healed
     view.loader.setBundles(await bundles);
     if (controller) controller.setStatus(state.status);
   })();

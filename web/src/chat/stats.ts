@@ -55,6 +55,13 @@ export class StatsLine {
     });
   }
 
+  /** Stop cut the turn short: the live figures stay, marked so. */
+  stopped(): void {
+    this.root.dataset.state = 'done';
+    this.root.dataset.finishReason = 'cancelled';
+    this.root.textContent = [this.root.textContent, 'finish: cancelled'].filter(Boolean).join(' · ');
+  }
+
   clear(): void {
     this.root.dataset.state = 'idle';
     this.set([], {});

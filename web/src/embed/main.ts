@@ -1,9 +1,12 @@
 // embed.html: the frame behind one <onnxpipe-chat>/<onnxpipe-speak> element. It runs the
-// runtime worker through RuntimeClient (web/src/client.ts) on onnxpipe's own origin, so the
-// host page can reach neither the worker nor this origin's stored models; it takes requests
-// only from its parent window on the parent's origin and answers only there.
+// public engine (web/src/engine, what the npm package ships) on onnxpipe's own origin, so the
+// host page can reach neither the runtime worker nor this origin's stored models; it takes
+// requests only from its parent window on the parent's origin and answers only there.
 
-import { RuntimeClient, RuntimeError } from '../client';
+import type { SentenceInfo } from '../protocol';
+import { type Engine, createEngine } from '../engine/engine';
+import { InputError } from '../engine/errors';
+import { cancelledSpeech } from '../audio/wav';
 import type { FrameMessage, HostMessage, Untagged, WidgetKind } from '../widget/protocol';
 import { describeStatus } from '../runtime-notice';
 import { TAG, fromParent } from './messages';
@@ -32,50 +35,111 @@ function start(): void {
     return;
   }
   stats.parentOrigin = origin;
-  const client = new RuntimeClient();
   const post = (message: Untagged<FrameMessage>, transfer: Transferable[] = []): void =>
     window.parent.postMessage({ ...message, onnxpipe: TAG }, { targetOrigin: origin, transfer });
-  client.onStatus((s) => post({ type: 'runtime', state: s.state, message: describeStatus(s) }));
   const fail = (id: number | null, e: unknown): void => {
-    const kind_ = e instanceof RuntimeError ? e.kind : 'internal';
+    const kind_ = e instanceof Error && typeof (e as { kind?: unknown }).kind === 'string' ? (e as unknown as { kind: string }).kind : 'internal';
     post({ type: 'error', id, kind: kind_, message: e instanceof Error ? e.message : String(e) });
   };
+  // the engine starts with the first load, with the element's thread count (another count: a new engine)
+  let engine: Promise<Engine> | null = null;
+  let engineThreads = 0;
+  let model: string | null = null;
+  /** The running request's abort (cancel). */
+  let running: AbortController | null = null;
+  const engineFor = async (threads: number): Promise<Engine> => {
+    if (engine && engineThreads !== threads) {
+      const old = await engine.catch(() => null);
+      if (old && model) await old.unload(model).catch(() => {});
+      model = null;
+      engine = null;
+    }
+    engineThreads = threads;
+    engine ??= createEngine({ threads }).then((made) => {
+      made.onStatus((s) => post({ type: 'runtime', state: s.state, message: describeStatus(s) }));
+      return made;
+    }, (error: unknown) => {
+      engine = null;   // the next load tries again
+      throw error;
+    });
+    return engine;
+  };
+  const loaded = async (): Promise<{ engine: Engine; model: string; abort: AbortController }> => {
+    if (!engine || !model) throw new InputError('load a bundle first');
+    running = new AbortController();
+    return { engine: await engine, model, abort: running };
+  };
+
   async function handle(m: HostMessage): Promise<void> {
     switch (m.type) {
       case 'load': {
         const threads = widgetThreads(m.threads);
         stats.runtimeRequests++;
-        const info = await client.load(m.bundle, {
-          threads,
+        const started = await engineFor(threads);
+        if (model && model !== m.bundle) await started.unload(model).catch(() => {});
+        model = null;
+        const info = await started.load(m.bundle, {
           onProgress: (p) => post({ type: 'progress', id: m.id, phase: p.phase, file: p.file, loaded: p.loaded, total: p.total, percent: p.percent }),
         });
+        model = m.bundle;
         post({ type: 'loaded', id: m.id, info: { ...info, crossOriginIsolated: self.crossOriginIsolated } });
         return;
       }
       case 'send': {
-        if (kind !== 'chat') throw new RuntimeError('input', `<onnxpipe-${kind}> cannot send chat messages`);
+        if (kind !== 'chat') throw new InputError(`<onnxpipe-${kind}> cannot send chat messages`);
         stats.runtimeRequests++;
-        const result = await client.generate({
-          messages: m.messages,
-          options: { do_sample: false, max_new_tokens: m.maxNewTokens },
-          onToken: (text) => post({ type: 'token', id: m.id, text }),
-        });
-        post({ type: 'replied', id: m.id, text: result.text, finishReason: result.finish_reason });
+        const { engine: ready, model: id, abort } = await loaded();
+        let text = '';
+        let finish: string | null = null;
+        try {
+          const stream = await ready.chat.completions.create({
+            model: id, messages: m.messages, stream: true, temperature: 0,
+            ...(m.maxNewTokens === undefined || m.maxNewTokens === null ? {} : { max_completion_tokens: m.maxNewTokens }),
+          }, { signal: abort.signal });
+          for await (const chunk of stream) {
+            const token = chunk.choices[0]?.delta.content;
+            if (token) {
+              text += token;
+              post({ type: 'token', id: m.id, text: token });
+            }
+            finish = chunk.choices[0]?.finish_reason ?? finish;
+          }
+        } catch (error) {
+          if (!abort.signal.aborted) throw error;
+          finish = 'cancelled';   // cancel(): the reply so far
+        }
+        post({ type: 'replied', id: m.id, text, finishReason: finish });
         return;
       }
       case 'speak': {
-        if (kind !== 'speak') throw new RuntimeError('input', `<onnxpipe-${kind}> cannot speak`);
+        if (kind !== 'speak') throw new InputError(`<onnxpipe-${kind}> cannot speak`);
         stats.runtimeRequests++;
-        const { result, wav } = await client.speak({
-          text: m.text,
-          onAudio: (samples, sampleRate, sentence, index) =>
-            post({ type: 'audio', id: m.id, index, samples, sampleRate, text: sentence.text }, [samples.buffer]),
-        });
-        post({ type: 'spoken', id: m.id, result: { ...result, wav } }, [wav.buffer]);
+        const { engine: ready, model: id, abort } = await loaded();
+        const made: { samples: Float32Array; sentence: SentenceInfo }[] = [];
+        let rate = 0;
+        try {
+          const events = await ready.audio.speech.create({ model: id, input: m.text, stream_format: 'sse' }, { signal: abort.signal });
+          for await (const event of events) {
+            if (event.type === 'speech.audio.delta') {
+              const { samples, sample_rate: sampleRate, sentence, index } = event.onnxpipe;
+              rate = sampleRate;
+              made.push({ samples, sentence });
+              post({ type: 'audio', id: m.id, index, samples, sampleRate, text: sentence.text });
+            } else {
+              const { result, wav } = event.onnxpipe;
+              post({ type: 'spoken', id: m.id, result: { ...result, wav } }, [wav.buffer]);
+            }
+          }
+        } catch (error) {
+          if (!abort.signal.aborted) throw error;
+          // cancel(): what was made, as the runtime reports a cancelled speech
+          const result = cancelledSpeech(made, rate);
+          post({ type: 'spoken', id: m.id, result }, [result.wav.buffer]);
+        }
         return;
       }
       case 'cancel':
-        await client.cancel();
+        running?.abort();
         return;
     }
   }

@@ -2,7 +2,7 @@
 // (an async iterable of chunks) or whole; an AbortSignal cancels within one decode step.
 
 import type { ChatCompletion, ChatCompletionChunk } from 'openai/resources/chat/completions';
-import type { GenerationResult } from '../protocol';
+import type { GenerationResult, SpeculationStats } from '../protocol';
 import { Channel } from './channel';
 import { type ChatParams, generateCall } from './chat-params';
 import { AbortError, fromRuntime } from './errors';
@@ -14,30 +14,56 @@ export interface RequestOptions {
 
 type Finish = ChatCompletion.Choice['finish_reason'];
 
+/** onnxpipe's extra on the last chunk (the one with finish_reason) and on a whole completion:
+ * the completion's token ids and how fast it was made. */
+export interface OnnxpipeChatStats {
+  token_ids: number[];
+  prefill_ms: number;
+  decode_tokens_per_s: number;
+  /** speculative decoding's drafts (the request's ``speculative``), when it ran */
+  speculative?: SpeculationStats;
+}
+
+/** A chunk with onnxpipe's extra ``onnxpipe``: on a content chunk {token_ids} (the tokens that
+ * text came from), on the last chunk OnnxpipeChatStats. */
+export type OnnxpipeChatCompletionChunk = ChatCompletionChunk & { onnxpipe?: { token_ids: number[] } | OnnxpipeChatStats };
+export type OnnxpipeChatCompletion = ChatCompletion & { onnxpipe: OnnxpipeChatStats };
+
 const newId = (): string => `chatcmpl-${crypto.randomUUID?.() ?? `${Date.now()}${Math.random()}`}`;
 
 function usage(result: GenerationResult): NonNullable<ChatCompletion['usage']> {
-  return { prompt_tokens: result.prompt_tokens, completion_tokens: result.tokens.length, total_tokens: result.prompt_tokens + result.tokens.length };
+  return {
+    prompt_tokens: result.prompt_tokens, completion_tokens: result.tokens.length, total_tokens: result.prompt_tokens + result.tokens.length,
+    prompt_tokens_details: { cached_tokens: result.cached_tokens },
+  };
+}
+
+function stats(result: GenerationResult): OnnxpipeChatStats {
+  return {
+    token_ids: [...result.tokens], prefill_ms: result.prefill_ms, decode_tokens_per_s: result.decode_tokens_per_s,
+    ...(result.speculative ? { speculative: result.speculative } : {}),
+  };
 }
 
 export class ChatCompletions {
   constructor(private readonly models: ModelTable) {}
 
-  create(params: ChatParams & { stream: true }, options?: RequestOptions): Promise<AsyncIterable<ChatCompletionChunk>>;
-  create(params: ChatParams & { stream?: false | null }, options?: RequestOptions): Promise<ChatCompletion>;
-  create(params: ChatParams, options?: RequestOptions): Promise<ChatCompletion | AsyncIterable<ChatCompletionChunk>>;
-  async create(params: ChatParams, options: RequestOptions = {}): Promise<ChatCompletion | AsyncIterable<ChatCompletionChunk>> {
+  create(params: ChatParams & { stream: true }, options?: RequestOptions): Promise<AsyncIterable<OnnxpipeChatCompletionChunk>>;
+  create(params: ChatParams & { stream?: false | null }, options?: RequestOptions): Promise<OnnxpipeChatCompletion>;
+  create(params: ChatParams, options?: RequestOptions): Promise<OnnxpipeChatCompletion | AsyncIterable<OnnxpipeChatCompletionChunk>>;
+  async create(params: ChatParams, options: RequestOptions = {}): Promise<OnnxpipeChatCompletion | AsyncIterable<OnnxpipeChatCompletionChunk>> {
     const call = generateCall(params);
     const { signal } = options;
     if (signal?.aborted) throw new AbortError();
     const id = newId();
     const created = Math.floor(Date.now() / 1000);
-    const chunk = (delta: ChatCompletionChunk.Choice['delta'], finish: Finish | null = null): ChatCompletionChunk => ({
+    const chunk = (delta: ChatCompletionChunk.Choice['delta'], finish: Finish | null = null): OnnxpipeChatCompletionChunk => ({
       id, object: 'chat.completion.chunk', created, model: call.model,
       choices: [{ index: 0, delta, finish_reason: finish, logprobs: null }],
     });
-    const channel = call.stream ? new Channel<ChatCompletionChunk>() : null;
-    const run = (slot: ModelSlot) => this.generate(slot, call.messages, call.options, signal, (text) => channel?.push(chunk({ content: text })));
+    const channel = call.stream ? new Channel<OnnxpipeChatCompletionChunk>() : null;
+    const run = (slot: ModelSlot) => this.generate(slot, call.messages, call.options, signal,
+      (text, ids) => channel?.push({ ...chunk({ content: text }), onnxpipe: { token_ids: ids } }));
     const done = this.models.queue(call.model, async (slot) => {
       if (signal?.aborted) throw new AbortError();   // aborted while queued
       channel?.push(chunk({ role: 'assistant', content: '' }));
@@ -49,13 +75,14 @@ export class ChatCompletions {
         id, object: 'chat.completion', created, model: call.model,
         choices: [{ index: 0, message: { role: 'assistant', content: result.text, refusal: null }, finish_reason: result.finish_reason as Finish, logprobs: null }],
         usage: usage(result),
+        onnxpipe: stats(result),
       };
     }
     // The reader sees the AbortError on its next read; the worker's cancel completes behind it.
     const abortStream = () => channel.abort(new AbortError());
     signal?.addEventListener('abort', abortStream, { once: true });
     done.then((result) => {
-      channel.push(chunk({}, result.finish_reason as Finish));
+      channel.push({ ...chunk({}, result.finish_reason as Finish), onnxpipe: stats(result) });
       if (call.includeUsage) channel.push({ ...chunk({}), choices: [], usage: usage(result) });
       channel.end();
     }, (error: unknown) => channel.end(error)).finally(() => signal?.removeEventListener('abort', abortStream));
@@ -65,11 +92,11 @@ export class ChatCompletions {
   /** One generation on ``slot``; an abort cancels it in the worker and rejects with AbortError. */
   private async generate(slot: ModelSlot, messages: Parameters<ModelSlot['client']['generate']>[0]['messages'],
     options: Parameters<ModelSlot['client']['generate']>[0]['options'], signal: AbortSignal | undefined,
-    onText: (text: string) => void): Promise<GenerationResult & { finish_reason: string }> {
+    onText: (text: string, ids: number[]) => void): Promise<GenerationResult & { finish_reason: string }> {
     const abort = () => void slot.client.cancel();
     signal?.addEventListener('abort', abort, { once: true });
     try {
-      const result = await slot.client.generate({ messages, options, onToken: (text) => { if (text && !signal?.aborted) onText(text); } });
+      const result = await slot.client.generate({ messages, options, onToken: (text, ids) => { if (text && !signal?.aborted) onText(text, [...ids]); } });
       if (signal?.aborted || result.finish_reason === 'cancelled') throw new AbortError();
       return result as GenerationResult & { finish_reason: string };
     } catch (error) {

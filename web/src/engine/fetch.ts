@@ -5,6 +5,7 @@
 // OpenAI-compatible server gives; an aborted request rejects as fetch does (AbortError).
 
 import type { ChatCompletionChunk } from 'openai/resources/chat/completions';
+import type { SpeechParams, SpeechStreamEvent, TranscriptionParams } from './audio';
 import type { Engine } from './engine';
 import { AbortError, InputError, OnnxpipeError, fromRuntime } from './errors';
 
@@ -20,13 +21,14 @@ function errorResponse(error: OnnxpipeError): Response {
   return json({ error: { message: error.message, type, param: error.param, code: error.kind } }, status);
 }
 
-function sse(chunks: AsyncIterable<ChatCompletionChunk>): Response {
+/** Server-sent events, each ``event`` as ``show`` makes it JSON; chat's stream ends with [DONE]. */
+function sse<T>(chunks: AsyncIterable<T>, show: (event: T) => unknown = (event) => event, doneLine = true): Response {
   const encoder = new TextEncoder();
   const body = new ReadableStream<Uint8Array>({
     async start(controller) {
       try {
-        for await (const chunk of chunks) controller.enqueue(encoder.encode(`data: ${JSON.stringify(chunk)}\n\n`));
-        controller.enqueue(encoder.encode('data: [DONE]\n\n'));
+        for await (const chunk of chunks) controller.enqueue(encoder.encode(`data: ${JSON.stringify(show(chunk))}\n\n`));
+        if (doneLine) controller.enqueue(encoder.encode('data: [DONE]\n\n'));
         controller.close();
       } catch (error) {
         controller.error(error);
@@ -54,12 +56,26 @@ async function route(engine: Engine, request: Request): Promise<Response> {
     const out = await engine.chat.completions.create(params as never, options);
     return Symbol.asyncIterator in out ? sse(out as AsyncIterable<ChatCompletionChunk>) : json(out);
   }
-  if (path.endsWith('/audio/speech')) return engine.audio.speech.create(await jsonBody(request) as never, options);
+  if (path.endsWith('/audio/speech')) {
+    const params = await jsonBody(request);
+    if (params.stream_format !== 'sse') return engine.audio.speech.create(params as unknown as SpeechParams, options);
+    // OpenAI's events; of onnxpipe's extra only what JSON carries well (no float samples, no WAV)
+    const events = await engine.audio.speech.create(params as unknown as SpeechParams & { stream_format: 'sse' }, options);
+    return sse(events, (event: SpeechStreamEvent) => event.type === 'speech.audio.delta'
+      ? { type: event.type, audio: event.audio, onnxpipe: { sample_rate: event.onnxpipe.sample_rate, index: event.onnxpipe.index, sentence: event.onnxpipe.sentence } }
+      : { type: event.type, usage: event.usage, onnxpipe: { result: event.onnxpipe.result } }, false);
+  }
   if (path.endsWith('/audio/transcriptions')) {
     const form = await request.formData().catch(() => { throw new InputError('expected a multipart/form-data body'); });
     const params: Record<string, unknown> = {};
     for (const [key, value] of form.entries()) params[key] = value;
-    const result = await engine.audio.transcriptions.create(params as never, options);
+    // a form's fields are strings: OpenAI's client sends stream=true as "true"
+    if (params.stream === 'true' || params.stream === 'false') params.stream = params.stream === 'true';
+    if (params.stream === true) {
+      const events = await engine.audio.transcriptions.create(params as unknown as TranscriptionParams & { stream: true }, options);
+      return sse(events, (event) => event, false);
+    }
+    const result = await engine.audio.transcriptions.create(params as unknown as TranscriptionParams, options);
     return typeof result === 'string' ? new Response(result, { headers: { 'content-type': 'text/plain' } }) : json(result);
   }
   throw new OnnxpipeError('not_found', `no route for POST ${path}`);

@@ -1,8 +1,8 @@
 // "Storage on this device": usage and quota, whether storage is persistent, and each stored
 // bundle with its size and a remove button. The worker does the listing and removing (it
-// owns the files; see RuntimeClient.removeStored), the page asks for persistence.
+// owns the files; engine.storage, or RuntimeClient.removeStored), the page asks for persistence.
 
-import type { RuntimeClient } from '../client';
+import { RuntimeClient } from '../client';
 import { el } from '../ui/dom';
 import { formatBytes } from '../ui/format';
 import type { StoredBundle } from '../protocol';
@@ -12,6 +12,18 @@ import './panel.css';
 /** Re-reads of the estimate after a removal (every 500 ms) before the panel settles for it. */
 const ESTIMATE_RETRIES = 20;
 
+/** What the panel lists and removes through: the engine's storage extra (engine.storage). */
+export interface StorageSource {
+  list(): Promise<StoredBundle[]>;
+  remove(key: string): Promise<StoredBundle[]>;
+  onChange(listener: () => void): () => void;
+}
+
+/** A page still on its own RuntimeClient. */
+function clientSource(client: RuntimeClient): StorageSource {
+  return { list: () => client.storedBundles(), remove: (key) => client.removeStored(key), onChange: (listener) => client.onLoaded(listener) };
+}
+
 export class StoragePanel {
   readonly root: HTMLElement;
   private readonly usage = el('p', { class: 'storage-usage', 'data-testid': 'storage-usage' });
@@ -20,10 +32,13 @@ export class StoragePanel {
   private readonly message = el('p', { class: 'storage-message', 'data-testid': 'storage-message', hidden: true });
   private refreshing: Promise<void> = Promise.resolve();
 
-  constructor(private readonly client: RuntimeClient) {
+  private readonly source: StorageSource;
+
+  constructor(source: RuntimeClient | StorageSource) {
+    this.source = source instanceof RuntimeClient ? clientSource(source) : source;
     this.root = el('section', { class: 'storage-panel', 'data-testid': 'storage-panel', 'aria-label': 'Storage on this device' },
       el('h2', { text: 'Storage on this device' }), this.usage, this.persistent, this.list, this.message);
-    client.onLoaded(() => void this.refresh());
+    this.source.onChange(() => void this.refresh());
   }
 
   /** Re-read the stored bundles and the estimate; resolves when the panel shows them. */
@@ -33,7 +48,7 @@ export class StoragePanel {
   }
 
   private async render(): Promise<void> {
-    const bundles = await this.client.storedBundles();
+    const bundles = await this.source.list();
     // a stored model is worth keeping: ask once that the browser not evict it
     if (bundles.length) await askPersistent();
     const device = await deviceStorage();
@@ -64,7 +79,7 @@ export class StoragePanel {
     const usedBefore = Number(this.usage.dataset.usage ?? NaN);
     let removed = false;
     try {
-      await this.client.removeStored(bundle.key);
+      await this.source.remove(bundle.key);
       removed = true;
       this.say(`Removed ${bundle.name} (${formatBytes(bundle.bytes)}) from this device.`);
     } catch (e) {
@@ -86,8 +101,8 @@ export class StoragePanel {
 }
 
 /** Add the panel to ``container`` and fill it. */
-export function mountStoragePanel(container: Element, client: RuntimeClient): StoragePanel {
-  const panel = new StoragePanel(client);
+export function mountStoragePanel(container: Element, source: RuntimeClient | StorageSource): StoragePanel {
+  const panel = new StoragePanel(source);
   container.append(panel.root);
   void panel.refresh();
   return panel;

@@ -1,9 +1,12 @@
 // Transcribe page entry: drop (or pick) an audio file, or record, and read what the speech
-// recogniser heard. One runtime worker with the recogniser bundle, loaded on first use.
+// recogniser heard. The public engine (web/src/engine, what the npm package ships) with the
+// recogniser bundle, loaded on first use; the text streams window by window.
 
 import '../styles.css';
 import '../voice/voice.css';
-import { RuntimeClient } from '../client';
+import type { RuntimeClient } from '../client';
+import { Engine, engineClient } from '../engine/engine';
+import { wavBytes } from '../audio/wav';
 import { enableOffline } from '../offline';
 import { mountBuildFooter } from '../app/build-info';
 import { bundleUrl } from '../ui/bundles';
@@ -32,7 +35,8 @@ export interface TranscribeState {
 
 declare global {
   interface Window {
-    __onnxpipeTranscribe?: { state: TranscribeState; client: RuntimeClient; transcribeFile: (file: File) => Promise<void> };
+    /** Test hooks; ``client``: the engine's RuntimeClient for the recogniser (or its runtime before the load). */
+    __onnxpipeTranscribe?: { state: TranscribeState; client: RuntimeClient | null; transcribeFile: (file: File) => Promise<void> };
   }
 }
 
@@ -40,7 +44,9 @@ function start(): void {
   const state: TranscribeState = {
     status: 'idle', loaded: null, text: '', audioSeconds: 0, computeSeconds: 0, source: '', lastError: null,
   };
-  const client = new RuntimeClient();
+  // no runtime starts before the first use (no boot): the storage panel's listing starts a worker only
+  const engine = new Engine({ ep: 'wasm' }, null);
+  const asr = bundleUrl(DEFAULT_BUNDLES.asr);
   const recorder = new Recorder();
   const progress = new ProgressView();
   const error = new ErrorBanner();
@@ -64,7 +70,7 @@ function start(): void {
   mount.replaceChildren(root);
   enableOffline();
   mountBuildFooter();
-  mountStoragePanel(root.querySelector('aside.side') ?? root, client);
+  mountStoragePanel(root.querySelector('aside.side') ?? root, engine.storage);
 
   const setStatus = (s: TranscribeState['status'], line: string) => {
     state.status = s;
@@ -75,7 +81,7 @@ function start(): void {
   const ensureLoaded = (): Promise<LoadedInfo> => {
     if (state.loaded) return Promise.resolve(state.loaded);
     progress.reset();
-    loading ??= client.load(bundleUrl(DEFAULT_BUNDLES.asr), { ep: 'wasm', onProgress: (e) => progress.update(e) })
+    loading ??= engine.load(asr, { ep: 'wasm', onProgress: (e) => progress.update(e) })
       .then((info) => {
         progress.finish(true);
         model.textContent = `${info.bundle}: loaded in ${formatMs(info.load_ms)}`;
@@ -89,18 +95,27 @@ function start(): void {
     return loading;
   };
 
-  const transcribe = async (samples: Float32Array, rate: number, source: string) => {
+  /** ``audio``: the file as dropped, or a recording as WAV; ``seconds`` its length. */
+  const transcribe = async (audio: Blob, seconds: number, source: string) => {
     error.clear();
     state.lastError = null;
     try {
       setStatus('loading', 'Loading the recogniser…');
       await ensureLoaded();
-      setStatus('transcribing', `Transcribing ${(samples.length / rate).toFixed(1)} s of ${source}…`);
+      setStatus('transcribing', `Transcribing ${seconds.toFixed(1)} s of ${source}…`);
       text.textContent = '';
       // each 30-second window shows as soon as it is done
-      const result = await client.transcribe(samples, rate, (window) => {
-        text.textContent = `${text.textContent ?? ''} ${window.text}`.trim();
-      });
+      let heard = '';
+      let result: { text: string; audio_seconds: number; compute_seconds: number } | null = null;
+      for await (const event of await engine.audio.transcriptions.create({ model: asr, file: audio, stream: true })) {
+        if (event.type === 'transcript.text.delta') {
+          heard += event.delta;
+          text.textContent = heard.trim();
+        } else {
+          result = { text: event.text, ...event.onnxpipe };
+        }
+      }
+      if (!result) throw new Error('the transcription ended without its text');
       Object.assign(state, { text: result.text, audioSeconds: result.audio_seconds, computeSeconds: result.compute_seconds, source });
       text.textContent = result.text;
       const rtf = result.compute_seconds > 0 ? result.audio_seconds / result.compute_seconds : 0;
@@ -116,8 +131,9 @@ function start(): void {
   const transcribeFile = async (file: File) => {
     setStatus('loading', `Reading ${file.name}…`);
     try {
+      // read here too: a file that is not audio is said so before any model loads
       const audio = await decodeAudioFile(await file.arrayBuffer());
-      await transcribe(audio.samples, audio.sampleRate, file.name);
+      await transcribe(file, audio.samples.length / audio.sampleRate, file.name);
     } catch (e) {
       state.lastError = describeError(e);
       error.show(state.lastError, `Reading ${file.name} failed`);
@@ -166,7 +182,7 @@ function start(): void {
     if (!recorder.recording) return;
     record.textContent = 'Record';
     const samples = recorder.stop();
-    void transcribe(samples, CAPTURE_RATE, 'your recording, cut short').then(() => {
+    void transcribe(recording(samples), samples.length / CAPTURE_RATE, 'your recording, cut short').then(() => {
       if (!state.lastError) error.show(lost.advice('press Record'), 'The recording stopped');
     });
   };
@@ -177,9 +193,15 @@ function start(): void {
     }
     record.textContent = 'Record';
     const samples = recorder.stop();
-    void transcribe(samples, CAPTURE_RATE, 'your recording');
+    void transcribe(recording(samples), samples.length / CAPTURE_RATE, 'your recording');
   });
-  window.__onnxpipeTranscribe = { state, client, transcribeFile };
+  const hooks = { state, transcribeFile };
+  window.__onnxpipeTranscribe = Object.defineProperty(hooks, 'client', { get: () => engineClient(engine, asr), enumerable: true }) as typeof hooks & { client: RuntimeClient | null };
+}
+
+/** A recording (mono floats at the capture rate) as the WAV file the engine takes. */
+function recording(samples: Float32Array): Blob {
+  return new Blob([wavBytes(samples, CAPTURE_RATE)], { type: 'audio/wav' });
 }
 
 start();

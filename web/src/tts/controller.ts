@@ -1,8 +1,10 @@
 // The speech page's behaviour: load a voice, speak text (playing sentences as they arrive),
 // stop, play again. The UI pieces only render.
 
-import type { RuntimeClient } from '../client';
 import { RuntimeError } from '../client';
+import type { Engine } from '../engine/engine';
+import { cancelledSpeech } from '../audio/wav';
+import type { SentenceInfo, SpeechResult } from '../protocol';
 import type { ErrorBanner } from '../ui/error-banner';
 import { describeError, formatMs } from '../ui/format';
 import type { LoaderPanel } from '../ui/loader';
@@ -49,9 +51,13 @@ export class TtsController {
   /** performance.now() of the running speech's Speak, and whether its audio was heard yet. */
   private spokeAt = 0;
   private heard = true;
+  /** The voice the page loaded (its bundle URL, the engine's model id), else null. */
+  model: string | null = null;
+  /** Aborts the running speech (Stop). */
+  private abort: AbortController | null = null;
 
   constructor(
-    private readonly client: RuntimeClient,
+    private readonly engine: Engine,
     readonly state: TtsState,
     private readonly view: TtsView,
   ) {
@@ -84,7 +90,11 @@ export class TtsController {
     status.set('idle', `Loading ${bundle.label}…`);
     loader.showLoading(bundle, ep);
     try {
-      const info = await this.client.load(bundle.url, { ep, threads, onProgress: (e) => loader.progress.update(e) });
+      // one voice at a time: the last one's worker (and its memory) goes first
+      const previous = this.model;
+      this.model = bundle.url;   // (the test hook's client follows it from the start of the load)
+      if (previous) await this.engine.unload(previous).catch(() => {});
+      const info = await this.engine.load(bundle.url, { ep, onProgress: (e) => loader.progress.update(e) });
       if (info.kind !== 'speech') {
         throw new RuntimeError('bundle', `${info.bundle} is a ${info.kind ?? 'text'} bundle, not a voice: open it on the chat page`);
       }
@@ -98,6 +108,10 @@ export class TtsController {
       this.view.form.focus();
     } catch (e) {
       const shown = describeError(e);
+      if (this.model === bundle.url && !this.state.loaded) {
+        await this.engine.unload(bundle.url).catch(() => {});
+        this.model = null;
+      }
       this.state.lastError = { ...shown, during: 'load' };
       loader.showFailed(shown.message);
       controls.setControls([]);
@@ -134,30 +148,51 @@ export class TtsController {
     this.setStatus('speaking');
     status.set('speaking', 'Speaking…');
     try {
-      const { result, wav } = await this.client.speak({
-        text,
-        controls: values,
-        onAudio: (samples, sampleRate, sentence) => {
-          const arrived = performance.now();
-          this.state.events.push({ type: 'audio', at: arrived, index: this.state.sentences.length });
-          this.take.add(samples, sampleRate);
-          this.state.sentences.push(sentence);
-          this.state.samples = this.take.length;
-          const wait = this.muted ? null : this.player.enqueue(samples, sampleRate);
-          if (this.state.firstAudioMs === null) {
-            // heard after the player's lead (Web Audio time); just the arrival where nothing plays
-            this.state.firstAudioMs = arrived - this.spokeAt + Math.max(0, wait ?? 0) * 1000;
-            stats.showFirstAudio(this.state.firstAudioMs);
+      const onAudio = (samples: Float32Array, sampleRate: number, sentence: SentenceInfo) => {
+        const arrived = performance.now();
+        this.state.events.push({ type: 'audio', at: arrived, index: this.state.sentences.length });
+        this.take.add(samples, sampleRate);
+        this.state.sentences.push(sentence);
+        this.state.samples = this.take.length;
+        const wait = this.muted ? null : this.player.enqueue(samples, sampleRate);
+        if (this.state.firstAudioMs === null) {
+          // heard after the player's lead (Web Audio time); just the arrival where nothing plays
+          this.state.firstAudioMs = arrived - this.spokeAt + Math.max(0, wait ?? 0) * 1000;
+          stats.showFirstAudio(this.state.firstAudioMs);
+        }
+        waveform.update();
+        sentences.add(sentence);
+        stats.onSentences(this.state.sentences);
+        if (this.state.status === 'speaking') {
+          status.set('speaking', `Speaking… ${plural(this.state.sentences.length, 'sentence')} ready.`);
+        }
+        this.syncForm();
+      };
+      const abort = new AbortController();
+      this.abort = abort;
+      const parts: { samples: Float32Array; sentence: SentenceInfo }[] = [];
+      let spoken: { result: SpeechResult; wav: Uint8Array } | null = null;
+      try {
+        if (!this.model) throw new RuntimeError('input', 'no voice is loaded');
+        const events = await this.engine.audio.speech.create({ model: this.model, input: text, controls: values, stream_format: 'sse' }, { signal: abort.signal });
+        for await (const event of events) {
+          if (event.type === 'speech.audio.delta') {
+            parts.push({ samples: event.onnxpipe.samples, sentence: event.onnxpipe.sentence });
+            onAudio(event.onnxpipe.samples, event.onnxpipe.sample_rate, event.onnxpipe.sentence);
+          } else {
+            spoken = event.onnxpipe;
           }
-          waveform.update();
-          sentences.add(sentence);
-          stats.onSentences(this.state.sentences);
-          if (this.state.status === 'speaking') {
-            status.set('speaking', `Speaking… ${plural(this.state.sentences.length, 'sentence')} ready.`);
-          }
-          this.syncForm();
-        },
-      });
+        }
+      } catch (e) {
+        if (!(abort.signal.aborted && e instanceof Error && e.name === 'AbortError')) throw e;
+        // Stop: what was made, as a cancelled speech (the worker's cancel lands behind it)
+        const { wav, ...result } = cancelledSpeech(parts, this.take.sampleRate || this.state.loaded?.sample_rate || 0);
+        spoken = { result, wav };
+      } finally {
+        this.abort = null;
+      }
+      if (!spoken) throw new RuntimeError('internal', 'the speech ended without its result');
+      const { result, wav } = spoken;
       this.state.events.push({ type: 'done', at: performance.now() });
       this.state.lastResult = result;
       this.state.wavBytes = wav.length;
@@ -191,13 +226,8 @@ export class TtsController {
     this.muted = true;
     this.setStatus('stopping');
     this.view.status.set('stopping', 'Stopping…');
-    try {
-      await this.client.cancel();
-    } catch (e) {
-      const shown = describeError(e);
-      this.state.lastError = { ...shown, during: 'cancel' };
-      this.view.error.show(shown, 'Stop failed');
-    }
+    // the speech's stream ends at once; the engine cancels the worker's between sentences
+    this.abort?.abort();
   }
 
   /** Apply the status to every control, and to data-status on the app root for tests. */

@@ -1,7 +1,9 @@
-// Speech page entry: builds the DOM, starts the runtime worker client, wires the controller.
+// Speech page entry: builds the DOM, makes the engine (web/src/engine, what the npm package
+// ships; its runtime starts with the first load), wires the controller.
 
 import '../styles.css';
-import { RuntimeClient } from '../client';
+import type { RuntimeClient } from '../client';
+import { Engine, engineClient } from '../engine/engine';
 import { RuntimeNotice } from '../runtime-notice';
 import { enableOffline } from '../offline';
 import { mountBuildFooter } from '../app/build-info';
@@ -10,7 +12,7 @@ import { ErrorBanner } from '../ui/error-banner';
 import { describeError } from '../ui/format';
 import { LoaderPanel } from '../ui/loader';
 import { VoiceControls } from './controls';
-import { TtsController, type TtsView } from './controller';
+import { TtsController, type TtsView, voiceThreads } from './controller';
 import { WavDownload } from './download';
 import { SentenceList } from './sentences';
 import { SpeechForm } from './speech-form';
@@ -23,7 +25,8 @@ import { mountStoragePanel } from '../storage/panel';
 
 declare global {
   interface Window {
-    /** Test hooks: the live client and the page state (mutated in place). */
+    /** Test hooks: the page state (mutated in place); ``client``: the engine's RuntimeClient for
+     * the voice the page loaded, or before any the worker the first load will use. */
     __onnxpipeTts?: { client: RuntimeClient | null; state: TtsState; controller: TtsController | null };
   }
 }
@@ -67,18 +70,22 @@ function start(): void {
   mountBuildFooter();
   const voices = listVoices();
   void (async () => {
-    let client: RuntimeClient | null = null;
+    let engine: Engine | null = null;
     try {
-      client = new RuntimeClient();
-      controller = new TtsController(client, state, view);
+      engine = new Engine({ threads: voiceThreads() }, null);
+      engineClient(engine, null, true);   // the worker starts now, as the page's client did (no boot)
+      controller = new TtsController(engine, state, view);
       controller.setStatus('idle');
     } catch (e) {
       view.error.show(describeError(e), 'The runtime worker could not start');
       view.loader.setBusy(true, false);
     }
-    window.__onnxpipeTts = { client, state, controller };
-    if (client) mountStoragePanel(view.root.querySelector('aside.side') ?? view.root, client);
-    if (client) view.error.root.before(new RuntimeNotice(client).root);   // the worker died / healed
+    const hooks = { state, controller };
+    window.__onnxpipeTts = Object.defineProperty(hooks, 'client', {
+      get: () => (engine ? engineClient(engine, controller?.model ?? null, true) : null), enumerable: true,
+    }) as typeof hooks & { client: RuntimeClient | null };
+    if (engine) mountStoragePanel(view.root.querySelector('aside.side') ?? view.root, engine.storage);
+    if (engine) view.error.root.before(new RuntimeNotice(engine).root);   // a worker died / healed
     view.loader.setBundles(await voices);
     if (controller) controller.setStatus(state.status);
   })();

@@ -40,6 +40,10 @@ export function isUserSide(error: ShownError): boolean {
 /** Any thrown value as {kind, message}; RuntimeError keeps the worker's kind. */
 export function describeError(error: unknown): ShownError {
   if (error instanceof RuntimeError) return { kind: error.kind, message: error.message };
+  // the engine's errors (engine/errors.ts OnnxpipeError) carry the same kinds, plus 'aborted' / 'not_found'
+  if (error instanceof Error && error.name !== 'Error' && typeof (error as { kind?: unknown }).kind === 'string') {
+    return { kind: (error as unknown as { kind: string }).kind, message: error.message };
+  }
   if (error instanceof Error) return { kind: 'internal', message: error.message || error.name };
   return { kind: 'internal', message: String(error) };
 }

@@ -2,7 +2,9 @@
 // speech -> transcript -> streamed reply -> sentences spoken while the rest is written.
 // Speech during a reply interrupts it (barge-in). The UI pieces only render.
 
-import type { ChatMessage, ControlInfo, SearchOptions } from '../protocol';
+import type { ChatMessage, ControlInfo } from '../protocol';
+import type { ChatParams } from '../engine/chat-params';
+import { wavBytes } from '../audio/wav';
 import type { BundleEntry } from '../ui/bundles';
 import type { ErrorBanner } from '../ui/error-banner';
 import { describeError } from '../ui/format';
@@ -34,7 +36,8 @@ export interface VoiceView {
   error: ErrorBanner;
 }
 
-const REPLY_OPTIONS: SearchOptions = { do_sample: false, max_new_tokens: 160, repetition_penalty: 1.1 };
+/** Greedy, short, not repeating itself. */
+const REPLY_PARAMS: Partial<ChatParams> = { temperature: 0, max_completion_tokens: 160, repetition_penalty: 1.1 };
 /** Utterances shorter than this are coughs and clicks, not questions. */
 const MIN_SPEECH_S = 0.25;
 
@@ -78,11 +81,14 @@ export class VoiceController {
   private generatingTurn: number | null = null;
   private pttFrom: Promise<number> | null = null;
   private voiceBundle: BundleEntry | null = null;
+  /** Aborts the reply being written (barge-in, Stop). */
+  private writing: AbortController | null = null;
 
   constructor(readonly state: VoiceState, private readonly view: VoiceView) {
     const { slots } = view.models;
-    this.vad = new VadLink(slots.vad.client);
-    this.speech = new SpeechQueue(slots.voice.client, this.player);
+    const { engine } = view.models;
+    this.vad = new VadLink(engine, () => slots.vad.model);
+    this.speech = new SpeechQueue(engine, () => slots.voice.model, this.player);
     this.mic.onLevel = (rms) => view.meter.update(rms);
     this.mic.onLost = (error) => {
       this.fail('microphone', error, error.advice('press Start'));
@@ -252,11 +258,13 @@ export class VoiceController {
     }
     if (!this.turnMachine.to('transcribing')) return;
     this.current = { turn, record, timeline, view: null };
-    const asr = this.view.models.slots.asr.client;
+    const { engine, slots } = this.view.models;
     let text: string;
     try {
-      const result = await this.asrLane.run(() => asr.transcribe(samples, CAPTURE_RATE));
-      text = result.text.trim();
+      const asr = slots.asr.model;
+      if (!asr) throw new Error('the speech recogniser is not loaded');
+      const file = new Blob([wavBytes(samples, CAPTURE_RATE)], { type: 'audio/wav' });
+      text = (await this.asrLane.run(() => engine.audio.transcriptions.create({ model: asr, file }))).text.trim();
     } catch (error) {
       return this.endTurn(turn, 'failed', error);
     }
@@ -273,34 +281,48 @@ export class VoiceController {
     this.speech.begin();
     // a long first sentence is spoken from its first clause break: the first sound comes sooner
     const splitter = new SentenceSplitter({ firstMaxChars: 40 });
-    const llm = this.view.models.slots.llm.client;
     this.setGenerating(turn);
+    const abort = new AbortController();
+    this.writing = abort;
+    let written = '';
     try {
       // the history is read when the worker is free: an interrupted turn has added its pair by then
-      const result = await this.llmLane.run(() => llm.generate({
-        messages: [...this.messages, { role: 'user', content: text }],
-        options: REPLY_OPTIONS,
-        onToken: (token) => {
-          if (!this.turnMachine.live(turn)) return;
-          if (!timeline.has('first_token')) {
-            timeline.mark('first_token');
-            this.showLatency();
+      await this.llmLane.run(async () => {
+        const llm = slots.llm.model;
+        if (!llm) throw new Error('the chat model is not loaded');
+        let ended = false;
+        try {
+          const stream = await engine.chat.completions.create({
+            ...REPLY_PARAMS, model: llm, stream: true, messages: [...this.messages, { role: 'user', content: text }],
+          }, { signal: abort.signal });
+          for await (const chunk of stream) {
+            const token = chunk.choices[0]?.delta.content;
+            if (!token) continue;
+            written += token;
+            if (!this.turnMachine.live(turn)) continue;
+            if (!timeline.has('first_token')) {
+              timeline.mark('first_token');
+              this.showLatency();
+            }
+            record.reply += token;
+            reply.append(token);
+            for (const sentence of splitter.push(token)) this.speech.add(sentence);
           }
-          record.reply += token;
-          reply.append(token);
-          for (const sentence of splitter.push(token)) this.speech.add(sentence);
-        },
-      }));
-      // the worker's text (cut short by a barge-in, maybe) is what the next turn must carry
-      this.messages.push({ role: 'user', content: text }, { role: 'assistant', content: result.text });
+          ended = true;
+        } finally {
+          // what was written (cut short by a barge-in, maybe) is what the next turn must carry
+          if (ended || abort.signal.aborted) this.messages.push({ role: 'user', content: text }, { role: 'assistant', content: written });
+        }
+      });
       if (!this.turnMachine.live(turn)) return;
-      record.reply = result.text;
+      record.reply = written;
       record.replyDoneMs = Math.round(performance.now() - timeline.speechEnd);
       for (const sentence of splitter.flush()) this.speech.add(sentence);
     } catch (error) {
-      if (this.turnMachine.live(turn)) this.endTurn(turn, 'failed', error);
+      if (this.turnMachine.live(turn) && !abort.signal.aborted) this.endTurn(turn, 'failed', error);
       return;
     } finally {
+      if (this.writing === abort) this.writing = null;
       if (this.generatingTurn === turn) this.setGenerating(null);
     }
     await this.speech.drained();
@@ -324,9 +346,8 @@ export class VoiceController {
   /** Stop the running reply (barge-in, Stop, push-to-talk): playback, speech and writing. */
   private async interrupt(finish: TurnRecord['finish']): Promise<void> {
     const current = this.current;
-    const llm = this.view.models.slots.llm.client;
     const stops: Promise<unknown>[] = [this.speech.cancel()];
-    if (this.generatingTurn !== null) stops.push(llm.cancel().catch(() => undefined));
+    if (this.generatingTurn !== null) this.writing?.abort();
     if (current) this.endTurn(current.turn, finish);
     await Promise.all(stops);
   }

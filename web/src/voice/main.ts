@@ -76,7 +76,7 @@ function start(): void {
     error.show(describeError(e), 'The runtime workers could not start');
   }
   window.__onnxpipeVoice = { state, controller, view };
-  mountStoragePanel(root.querySelector('aside.side') ?? root, models.slots.llm.client);
+  mountStoragePanel(root.querySelector('aside.side') ?? root, models.engine.storage);
   void voiceBundles().then((bundles) => controls.setVoiceBundles(bundles));
 }
 

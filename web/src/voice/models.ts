@@ -1,11 +1,14 @@
-// The four models of a voice chat, one runtime worker each (RuntimeClient per worker), so
-// listening, transcribing, writing and speaking never wait on one another's worker:
+// The four models of a voice chat on one engine (web/src/engine, what the npm package ships),
+// one runtime worker each, so listening, transcribing, writing and speaking never wait on one
+// another's worker:
 //   vad    voice activity (streaming, fed straight from the microphone worklet)
 //   asr    speech recognition
 //   llm    the chat model
 //   voice  text to speech (the voice picker swaps this one)
 
-import { RuntimeClient } from '../client';
+import type { RuntimeClient, RuntimeStatus } from '../client';
+import { Engine, engineClient } from '../engine/engine';
+import { normalize } from '../engine/models';
 import { bundleUrl } from '../ui/bundles';
 import { el } from '../ui/dom';
 import { describeError, formatMs, type ShownError } from '../ui/format';
@@ -29,7 +32,6 @@ const ROLE_LABEL: Record<Role, string> = {
 };
 
 export class ModelSlot {
-  readonly client = new RuntimeClient();
   readonly progress = new ProgressView();
   readonly root: HTMLElement;
   private readonly status: HTMLElement;
@@ -39,13 +41,37 @@ export class ModelSlot {
   private loading: Promise<LoadedInfo> | null = null;
   private loadingUrl: string | null = null;
 
-  constructor(readonly role: Role) {
+  constructor(readonly role: Role, private readonly engine: Engine) {
     this.status = el('p', { class: 'load-status', 'data-testid': `voice-model-${role}`, 'data-state': 'idle', text: 'not loaded' });
-    // this model's worker died / healed (client.ts reloads the same bundle by itself)
+    // this model's worker died / healed (the engine reloads the same bundle by itself)
     this.root = el('div', { class: 'voice-model' },
-      el('h3', { text: ROLE_LABEL[role] }), this.status, this.progress.root, new RuntimeNotice(this.client, ROLE_LABEL[role]).root);
-    this.client.onStatus((status) => {
-      if (status.state === 'failed') this.info = null;   // load it again on the next use
+      el('h3', { text: ROLE_LABEL[role] }), this.status, this.progress.root, new RuntimeNotice(this, ROLE_LABEL[role]).root);
+    this.onStatus((status) => {
+      if (status.state !== 'failed') return;
+      // load it again, in a fresh worker, on the next use
+      this.info = null;
+      const model = this.loadedUrl;
+      this.loadedUrl = null;
+      if (model && !this.loadingUrl) void this.engine.unload(model).catch(() => undefined);
+    });
+  }
+
+  /** The model this role runs (its URL, the engine's model id): the one loading, else the one loaded. */
+  get model(): string | null {
+    return this.loadingUrl ?? this.loadedUrl;
+  }
+
+  /** Test hook: the engine's RuntimeClient for this role's model (null before a load). */
+  get client(): RuntimeClient | null {
+    const model = this.model;
+    return model ? engineClient(this.engine, model) : null;
+  }
+
+  /** engine.onStatus for this role's model only. */
+  onStatus(listener: (status: RuntimeStatus) => void): () => void {
+    return this.engine.onStatus((status, model) => {
+      const mine = this.model;
+      if (mine && model === normalize(mine)) listener(status);
     });
   }
 
@@ -55,11 +81,15 @@ export class ModelSlot {
     if (this.info && this.loadedUrl === url) return Promise.resolve(this.info);
     if (this.loading && this.loadingUrl === url) return this.loading;
     this.info = null;
+    // the voice picker swaps the voice: the last one's worker goes
+    const previous = this.loadedUrl ?? this.loadingUrl;
+    if (previous && previous !== url) void this.engine.unload(previous).catch(() => undefined);
+    this.loadedUrl = null;
     this.loadingUrl = url;
     this.progress.reset();
     this.status.dataset.state = 'loading';
     this.status.textContent = `loading ${new URL(url).pathname.split('/').filter(Boolean).pop()}…`;
-    const load = this.client.load(url, { ep: 'wasm', threads: 1, onProgress: (e) => this.progress.update(e) })
+    const load = this.engine.load(url, { ep: 'wasm', onProgress: (e) => this.progress.update(e) })
       .then((info) => {
         if (info.kind !== ROLE_KIND[this.role]) {
           throw new Error(`${info.bundle} is a "${info.kind}" bundle; the ${ROLE_LABEL[this.role].toLowerCase()} needs a "${ROLE_KIND[this.role]}" one`);
@@ -81,7 +111,10 @@ export class ModelSlot {
         throw error;
       })
       .finally(() => {
-        if (this.loading === load) this.loading = null;
+        if (this.loading === load) {
+          this.loading = null;
+          this.loadingUrl = null;
+        }
       });
     this.loading = load;
     return load;
@@ -89,11 +122,15 @@ export class ModelSlot {
 }
 
 export class ModelSet {
+  /** One WASM thread each: four models share the cores, and the chat model and the voice work
+   * at the same time. Nothing starts before the first load. */
+  readonly engine = new Engine({ ep: 'wasm', threads: 1 }, null);
   readonly slots: Record<Role, ModelSlot>;
   readonly root: HTMLElement;
 
   constructor() {
-    this.slots = { vad: new ModelSlot('vad'), asr: new ModelSlot('asr'), llm: new ModelSlot('llm'), voice: new ModelSlot('voice') };
+    const e = this.engine;
+    this.slots = { vad: new ModelSlot('vad', e), asr: new ModelSlot('asr', e), llm: new ModelSlot('llm', e), voice: new ModelSlot('voice', e) };
     this.root = el('section', { class: 'voice-models loader', 'aria-label': 'Models' },
       el('h2', { text: 'Models' }), ...ROLES.map((r) => this.slots[r].root));
   }

@@ -3,7 +3,8 @@
 // worker), so speech overlaps generation. cancel() drops the queue, stops the running sentence
 // and silences playback (barge-in).
 
-import type { RuntimeClient, SpeakRequest } from '../client';
+import type { ControlValue } from '../protocol';
+import type { Engine } from '../engine/engine';
 import type { ReplyPlayer } from './playback';
 import { speakable } from './sentences';
 
@@ -15,7 +16,7 @@ export interface SpokenSentence {
 
 export class SpeechQueue {
   /** The voice's controls for every sentence (e.g. a Kokoro voice name). */
-  controls: SpeakRequest['controls'] = {};
+  controls: Record<string, ControlValue> = {};
   /** When the first sentence of the reply starts playing (performance.now() ms). */
   onFirstAudio: (at: number) => void = () => {};
   onSentence: (sentence: SpokenSentence) => void = () => {};
@@ -25,8 +26,11 @@ export class SpeechQueue {
   private generation = 0;
   private heardFirst = false;
   private audioSeconds = 0;
+  /** Aborts the sentence being made (barge-in). */
+  private abort: AbortController | null = null;
 
-  constructor(private readonly client: RuntimeClient, private readonly player: ReplyPlayer) {}
+  /** ``model()``: the voice's URL (the voice picker swaps it). */
+  constructor(private readonly engine: Engine, private readonly model: () => string | null, private readonly player: ReplyPlayer) {}
 
   /** A new reply: forget the last one's queue and counters. */
   begin(): void {
@@ -70,7 +74,7 @@ export class SpeechQueue {
     this.queue = [];
     this.player.stop();
     if (this.running) {
-      await this.client.cancel().catch(() => undefined);
+      this.abort?.abort();
       await this.running;
     }
   }
@@ -78,29 +82,35 @@ export class SpeechQueue {
   private async pump(generation: number): Promise<void> {
     while (this.queue.length && generation === this.generation) {
       const text = this.queue.shift() as string;
+      const abort = new AbortController();
+      this.abort = abort;
       try {
-        const { result } = await this.client.speak({
-          text,
-          controls: this.controls,
-          onAudio: (samples, sampleRate) => {
-            if (generation !== this.generation) return; // cancelled meanwhile
+        const model = this.model();
+        if (!model) throw new Error('the voice is not loaded');
+        const events = await this.engine.audio.speech.create({ model, input: text, controls: this.controls, stream_format: 'sse' }, { signal: abort.signal });
+        for await (const event of events) {
+          if (event.type === 'speech.audio.delta') {
+            if (generation !== this.generation) continue; // cancelled meanwhile
+            const { samples, sample_rate: sampleRate } = event.onnxpipe;
             const at = this.player.enqueue(samples, sampleRate);
             this.audioSeconds += samples.length / sampleRate;
             if (!this.heardFirst) {
               this.heardFirst = true;
               this.onFirstAudio(at);
             }
-          },
-        });
-        if (generation === this.generation && result.finish_reason === 'done') {
-          this.onSentence({ text, audioSeconds: result.audio_seconds, computeSeconds: result.compute_seconds });
+          } else if (generation === this.generation && event.onnxpipe.result.finish_reason === 'done') {
+            const { result } = event.onnxpipe;
+            this.onSentence({ text, audioSeconds: result.audio_seconds, computeSeconds: result.compute_seconds });
+          }
         }
       } catch (error) {
-        if (generation === this.generation) {
+        if (generation === this.generation && !abort.signal.aborted) {
           this.queue = [];
           this.onError(error);
         }
         return;
+      } finally {
+        if (this.abort === abort) this.abort = null;
       }
     }
   }

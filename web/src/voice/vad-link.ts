@@ -1,9 +1,11 @@
 // Microphone -> VAD worker, with the page only relaying a port: a MessageChannel whose one end
-// goes to the capture worklet and the other to the runtime worker running the VAD bundle.
+// goes to the capture worklet and the other to the runtime worker running the VAD bundle
+// (engine.audio.listen, onnxpipe's extra).
 // The worker keeps the recent audio, so a detected utterance (or a push-to-talk span) comes
 // back as samples, ready for the recogniser.
 
-import type { RuntimeClient } from '../client';
+import type { Engine } from '../engine/engine';
+import type { Listening } from '../engine/listen';
 import type { Microphone } from '../audio/mic';
 import { CAPTURE_RATE } from '../audio/capture-protocol';
 
@@ -29,46 +31,59 @@ export interface VadHandlers {
 export const LISTEN_CONTROLS = { min_silence_ms: 500, speech_pad_ms: 200, min_speech_ms: 250 };
 
 export class VadLink {
-  private listening = false;
+  private listening: Listening | null = null;
 
-  constructor(private readonly client: RuntimeClient) {}
+  /** ``model()``: the VAD bundle's URL (loaded before start()). */
+  constructor(private readonly engine: Engine, private readonly model: () => string | null) {}
 
   /** Connect ``mic`` to the VAD worker and report speech through ``handlers``. */
   async start(mic: Microphone, handlers: VadHandlers): Promise<void> {
     if (this.listening) return;
+    const model = this.model();
+    if (!model) throw new Error('the voice-activity model is not loaded');
     const channel = new MessageChannel();
     const padS = LISTEN_CONTROLS.speech_pad_ms / 1000;
     // the worker listens on port2 before the worklet is told to post into port1
-    await this.client.listen(channel.port2, (event) => {
-      if (event.type === 'speech_start') {
-        handlers.speechStart();
-      } else if (event.samples && event.end !== null) {
-        // the speech itself ended a padding's length before the segment's end
-        const endedAt = Math.max(event.start, event.end - padS);
-        const lagMs = Math.max(0, (event.position / CAPTURE_RATE - endedAt) * 1000);
-        handlers.speechEnd({ samples: event.samples, start: event.start, end: event.end, lagMs });
+    const listening = await this.engine.audio.listen({ model, port: channel.port2, controls: LISTEN_CONTROLS });
+    this.listening = listening;
+    void (async () => {
+      try {
+        for await (const event of listening) {
+          if (event.type === 'input_audio_buffer.speech_started') {
+            handlers.speechStart();
+          } else if (event.onnxpipe.samples) {
+            // the speech itself ended a padding's length before the segment's end
+            const { start, end, position, samples } = event.onnxpipe;
+            const endedAt = Math.max(start, end - padS);
+            const lagMs = Math.max(0, (position / CAPTURE_RATE - endedAt) * 1000);
+            handlers.speechEnd({ samples, start, end, lagMs });
+          }
+        }
+      } catch (error) {
+        if (this.listening !== listening) return;   // stopped meanwhile
+        this.listening = null;
+        handlers.failed(error);
       }
-    }, (error) => {
-      this.listening = false;
-      handlers.failed(error);
-    }, LISTEN_CONTROLS);
-    this.listening = true;
+    })();
     mic.connect(channel.port1);
   }
 
   /** The capture position now (push to talk: where the utterance starts). */
   async mark(): Promise<number> {
-    return (await this.client.audioClip()).position;
+    if (!this.listening) throw new Error('not listening');
+    return (await this.listening.clip()).position;
   }
 
   /** Samples from ``from`` up to now (push to talk: the button came up). */
   async take(from: number): Promise<Float32Array> {
-    return (await this.client.audioClip(from)).samples ?? new Float32Array(0);
+    if (!this.listening) throw new Error('not listening');
+    return (await this.listening.clip(from)).samples ?? new Float32Array(0);
   }
 
   stop(): void {
-    if (!this.listening) return;
-    this.listening = false;
-    void this.client.stopListening().catch(() => undefined);
+    const listening = this.listening;
+    if (!listening) return;
+    this.listening = null;
+    void listening.close().catch(() => undefined);
   }
 }
