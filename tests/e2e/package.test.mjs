@@ -4,7 +4,8 @@
 // does), builds with no Vite config and no files copied by hand, and in Chromium
 // streams a chat completion, makes speech (non-silent WAV) and transcribes it, directly and
 // through the official `openai` client with `fetch: engine.fetch`; a second visit works with
-// every model request failing (the models come from the device's storage). A page with no
+// every model request failing (the models come from the device's storage), and a third with the
+// server gone (the app's own service worker has the files the package added to its build). A page with no
 // bundler (tests/e2e/fixtures/package-static) imports the package's ES module from a static
 // folder, on a server without cross-origin isolation (one thread), and does the same; with
 // `assetBase` every runtime file comes from another origin (a CDN with CORS).
@@ -75,7 +76,7 @@ function assertWorked(out, { withClient = true } = {}) {
   assert.deepEqual(out.errors, []);
 }
 
-test('a fresh Vite app installs the packed tarball, builds with no config, chats, speaks and transcribes; its second visit needs no model download', { timeout: TIMEOUTS.file * 3 }, async (t) => {
+test('a fresh Vite app installs the packed tarball, builds with no config, chats, speaks and transcribes; its second visit needs no model download and a third works offline', { timeout: TIMEOUTS.file * 4 }, async (t) => {
   if (missing.length) return t.skip(`public/models/ lacks ${missing}: run make models`);
   const built = fs.readdirSync(path.join(app, 'dist', 'assets'));
   for (const file of ['runtime.worker', 'pyodide.asm', 'ort-wasm-simd-threaded', 'espeak-ng', 'onnxpipe-py3-none-any']) {
@@ -101,6 +102,15 @@ test('a fresh Vite app installs the packed tarball, builds with no config, chats
   await visit.context.close();
   assertWorked(second, { withClient: false });
   assert.equal(second.text, first.text, 'the same greedy answer from the stored model');
+
+  // third visit, offline: the server is gone; the app's own service worker (fixtures'
+  // public/sw.js) has its files and the runtime's, onnxpipe's storage has the models
+  await server.stop();
+  visit = await launchPersistent(profile);
+  const offline = await runChecks(visit.context, server.url, { withClient: false });
+  await visit.context.close();
+  assertWorked(offline, { withClient: false });
+  assert.equal(offline.text, first.text, 'offline: the same greedy answer');
   t.diagnostic(`model requests refused on the second visit: ${refused.length}; createEngine ${Math.round(first.timings.createEngine)} / ${Math.round(second.timings.createEngine)} ms, ` +
     `first token ${Math.round(first.timings.firstToken)} / ${Math.round(second.timings.firstToken)} ms after createEngine() began (first / second visit; a busy machine)`);
 });
