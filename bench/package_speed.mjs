@@ -65,7 +65,7 @@ async function pageVisit(context, url) {
   const tokens = run.result.tokens.length;
   const first = run.events[0].ms;
   const last = run.events.at(-1).ms;
-  return { engineMs: opened + load.wallMs, firstTokenMs: opened + load.wallMs + run.firstTokenMs, tokens, decodeTokensPerS: (tokens - 1) / ((last - first) / 1000) };
+  return { engineMs: opened + load.wallMs, threads: load.info.threads, firstTokenMs: opened + load.wallMs + run.firstTokenMs, tokens, decodeTokensPerS: (tokens - 1) / ((last - first) / 1000) };
 }
 
 async function main() {
@@ -88,7 +88,7 @@ async function main() {
     const site = await twoVisits(siteServer.url, pageVisit);
     const row = (name, [cold, warm]) => `  ${name.padEnd(8)} ${Math.round(cold.engineMs).toString().padStart(6)} / ${Math.round(warm.engineMs).toString().padStart(6)} ms` +
       `   ${Math.round(cold.firstTokenMs).toString().padStart(6)} / ${Math.round(warm.firstTokenMs).toString().padStart(6)} ms` +
-      `   ${cold.decodeTokensPerS.toFixed(1).padStart(5)} / ${warm.decodeTokensPerS.toFixed(1).padStart(5)} tokens/s (${cold.tokens} / ${warm.tokens} tokens)`;
+      `   ${cold.decodeTokensPerS.toFixed(1).padStart(5)} / ${warm.decodeTokensPerS.toFixed(1).padStart(5)} tokens/s (${cold.tokens} / ${warm.tokens} tokens, ${cold.threads} / ${warm.threads} threads)`;
     console.log(`onnxpipe npm package vs today's page, ${CHAT}, WASM, ${TOKENS} new tokens at most, cold / warm visit`);
     console.log(`  package size: ${mib(sizes.packed)} packed, ${mib(sizes.installed)} installed (+ ${mib(sizes.openai)} for the openai package its types come from)`);
     console.log('           start (createEngine / page load + model load)   first token            decode');
