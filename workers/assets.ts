@@ -2,13 +2,14 @@
 // onnxruntime-web, Pyodide, the wheel and espeak-ng are (web/src/runtime-assets.ts).
 
 import { type RuntimeAssets, badAssets } from '../web/src/runtime-assets';
+import { CallError } from './call';
 
 let configured: RuntimeAssets | null = null;
 
-/** Keep the page's map; a bad one is refused with the field named. Fixed once booting began. */
+/** Keep the page's map (sent once, first); a bad one is refused as an input error naming the field. */
 export function configureAssets(value: unknown): void {
   const problem = badAssets(value);
-  if (problem) throw new TypeError(problem);
+  if (problem) throw new CallError('input', `configure: ${problem}`);
   configured = value as RuntimeAssets;
 }
 

@@ -70,11 +70,7 @@ const VERBS: { [V in Verb]: Handler<V> } = {
   configure: {
     takes: ['assets'],
     run: (args) => {
-      try {
-        configureAssets(args.assets);
-      } catch (error) {
-        throw new CallError('input', `configure: ${error instanceof Error ? error.message : String(error)}`);
-      }
+      configureAssets(args.assets);
       return null;
     },
   },
