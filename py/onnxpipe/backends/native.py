@@ -152,10 +152,6 @@ class NativeBackend:
     def to_float32(self, tensor) -> array:
         return array("f", tensor.numpy().astype("float32", copy=False).reshape(-1).tobytes())
 
-    def to_numpy(self, tensor):
-        """Native-only convenience for tests and tools."""
-        return tensor.numpy()
-
     def shape(self, tensor) -> tuple[int, ...]:
         return tuple(tensor.shape())
 

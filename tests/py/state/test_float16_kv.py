@@ -68,7 +68,7 @@ def test_chat_continuation_rewinds_a_float16_cache(fp16_bundle, expected):
     follow = ids + greedy[:6] + [5, 9]        # a branch after 6 of the 11 cached tokens
     kept = pipe.conversation.continue_from(follow)  # slices each float16 cache (slice_seq_many_graph)
     assert kept == [5, 9] and len(pipe.history) == len(ids) + 6
-    caches = [pipe.backend.to_numpy(s.value) for s in _kv(pipe).slots]
+    caches = [s.value.numpy() for s in _kv(pipe).slots]
     assert {c.dtype for c in caches} == {np.dtype(np.float16)}
     assert {c.shape[2] for c in caches} == {len(ids) + 6}
     got = pipe.generation.collect(kept, len(follow), pipe.loaded.options({"ignore_eos": True}, 10))
