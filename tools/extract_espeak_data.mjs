@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Write the espeak-ng-data bundled in @echogarden/espeak-ng-emscripten (the browser's
 // phonemizer) to OUTDIR/espeak-ng-data, so native `espeak-ng --path=OUTDIR` phonemizes with
-// the same data as the browser (docs/tts-findings.md §3.3).
+// the same data as the browser (notes/2026-11-21-tts-findings.md §3.3).
 //
 //   node tools/extract_espeak_data.mjs OUTDIR
 //

@@ -7,7 +7,7 @@ both next to the committed pipeline.json (which reads the phoneme-id map straigh
 .onnx.json), check them against known hashes, check pipeline.json agrees with the voice's own
 settings, and put the espeak-ng data of the browser's phonemizer package into the bundle's
 hidden .native/ folder so native runs phonemize exactly as the browser does
-(docs/tts-findings.md §3.3). Hidden folders stay out of manifest.json: the browser has the
+(notes/2026-11-21-tts-findings.md §3.3). Hidden folders stay out of manifest.json: the browser has the
 same data inside its phonemizer. The browser's file, `en_US-joe-medium.wasm.onnx` (pipeline.json
 maps the `wasm` provider to it), is export/piper_variant.py's int8-wide-flow recipe: the flow's
 and the decoder's 64+-channel convolutions as dynamic-int8 im2col + MatMulInteger, ~1.35x

@@ -6,7 +6,7 @@
         s.text, s.phonemes, s.ids
 
 Only the engine differs between the two sides; splitting, punctuation, normalization and the
-id mapping are rules.py on both (docs/tts-findings.md §2-3).
+id mapping are rules.py on both (notes/2026-11-21-tts-findings.md §2-3).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Piper's phonemization rules, shared by the native and the browser phonemizer.
 
 The text is split into clauses *here*, not by espeak, so both sides hand the engine the same
-chunks and put the same punctuation back (docs/tts-findings.md §2.2, §3.3). The split mirrors
+chunks and put the same punctuation back (notes/2026-11-21-tts-findings.md §2.2, §3.3). The split mirrors
 espeak-ng's own clause rule closely enough to keep Piper's ids where they agree:
 
 - a clause ends at a run of clause/sentence punctuation (plus closing quotes or brackets)

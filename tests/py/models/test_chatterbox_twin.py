@@ -3,7 +3,7 @@ random-weight twin with the published session and tensor names (tests/fixtures/c
 
 Checks that every session runs in the declared order with correctly wired feeds, that the
 speech tokens and waveform equal the numpy oracle (the reference loop of
-docs/tts-findings.md §4.3), and that config mistakes are ConfigErrors, not crashes.
+notes/2026-11-21-tts-findings.md §4.3), and that config mistakes are ConfigErrors, not crashes.
 """
 
 from __future__ import annotations

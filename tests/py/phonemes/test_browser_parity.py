@@ -7,7 +7,7 @@ import pytest
 from onnxpipe.errors import EngineError
 from onnxpipe.phonemes import load_phonemizer
 
-# docs/tts-findings.md §3.3: the reference sentences and 16 with abbreviations, numbers,
+# notes/2026-11-21-tts-findings.md §3.3: the reference sentences and 16 with abbreviations, numbers,
 # dates, %, e-mail, quotes and accents
 TEXTS = [
     "The quick brown fox jumps over the lazy dog.",
