@@ -18,7 +18,7 @@ from ..loops import loop_for
 from ..search import beam, speculative
 from ..state.cache_branch import CacheBranch
 from ..state.cross_cache import CrossCache, cross_names, declared_source
-from ..state.kv_cache import KVCache, discover
+from ..state.kv_cache import KVCache, make_kv_cache
 from ..state.positions import AttentionMask, PositionIds
 from ..state.recurrent import Recurrent
 from .executor import Executor
@@ -123,9 +123,10 @@ def make_components(spec: PipelineSpec, sessions: dict, backend, file: str) -> l
             components.append(CrossCache(backend, source, cross))
     for session in dict.fromkeys(step_sessions):
         taken = frozenset(cross.get(session.name, ()))
-        if discover(session, state.kv_cache, file, taken) is not None:
-            components.append(KVCache(backend, session, state.kv_cache, spec.generation.max_length,
-                                      file, session.provider, taken))
+        kv = make_kv_cache(backend, session, state.kv_cache, spec.generation.max_length, file,
+                           session.provider, taken)
+        if kv is not None:
+            components.append(kv)
         if state.position_ids.input_name in session.inputs:
             positions[session.name] = session.inputs[state.position_ids.input_name]
         if state.attention_mask.input_name in session.inputs:

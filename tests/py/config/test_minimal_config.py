@@ -12,6 +12,7 @@ import pytest
 
 import onnxpipe
 from onnxpipe.errors import ConfigError
+from onnxpipe.state.kv_cache import KVCache
 from tests.fixtures import tiny_models
 
 BUILT = ("genai_llama", "genai_qwen2", "genai_qwen3")
@@ -43,7 +44,7 @@ def minimal_bundle(name: str, folder, **kv_cache) -> dict:
 
 
 def kv_component(pipe):
-    return next(c for c in pipe.executor.components if type(c).__name__ == "KVCache")
+    return next(c for c in pipe.executor.components if isinstance(c, KVCache))
 
 
 @pytest.mark.parametrize("name", BUILT)

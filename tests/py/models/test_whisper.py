@@ -16,6 +16,7 @@ import pytest
 
 import onnxpipe
 from onnxpipe.errors import InputError
+from onnxpipe.state.kv_cache import KVCache
 
 ROOT = Path(__file__).resolve().parents[3]
 BUNDLE = ROOT / "public" / "models" / "whisper-base"
@@ -88,8 +89,8 @@ def test_loads_as_a_transcription_bundle(whisper):
     assert whisper.kind == "transcription"
     assert whisper.structure == "encoder-decoder"
     names = sorted(type(c).__name__ for c in whisper.executor.components)
-    assert names == ["CrossCache", "KVCache"]
-    kv = next(c for c in whisper.executor.components if type(c).__name__ == "KVCache")
+    assert names == ["CrossCache", "SeparateKVCache"]
+    kv = next(c for c in whisper.executor.components if isinstance(c, KVCache))
     assert all(s.past.name.startswith("past_key_values.") for s in kv.slots)   # no cross input taken
 
 

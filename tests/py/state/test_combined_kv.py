@@ -15,6 +15,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import onnx_builders as ob
 import onnxpipe
+from onnxpipe.state.kv_cache import KVCache
 from tests.agreement import FP32_KERNELS, assert_greedy_agrees, margins
 
 V, D = 41, 6
@@ -75,7 +76,7 @@ def build(tmp_path):
 def test_combined_cache_is_discovered_and_fed_back(tmp_path):
     reference = build(tmp_path)
     pipe = onnxpipe.load(tmp_path)
-    kv = [c for c in pipe.executor.components if c.__class__.__name__ == "KVCache"]
+    kv = [c for c in pipe.executor.components if isinstance(c, KVCache)]
     assert len(kv) == 1 and kv[0].format == "combined" and len(kv[0].slots) == 2
     ids = [1, 7, 3, 9]
     assert_greedy_agrees(pipe.generate(input_ids=ids, max_new_tokens=20).tokens, *reference(ids, 20), FP32_KERNELS)

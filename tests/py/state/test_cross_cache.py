@@ -12,6 +12,7 @@ import pytest
 import onnxpipe
 import tiny_encoder_decoder as ted
 from onnxpipe.errors import ConfigError
+from onnxpipe.state.kv_cache import KVCache
 
 V = ted.V
 _bundle, _encoder, _decoder, _features = ted.bundle, ted.make_encoder, ted.make_decoder, ted.features
@@ -20,7 +21,7 @@ _bundle, _encoder, _decoder, _features = ted.bundle, ted.make_encoder, ted.make_
 def test_the_cross_value_reaches_every_step_and_is_freed_on_reset(tmp_path):
     pipe = onnxpipe.load(_bundle(tmp_path), text=False)
     cross = next(c for c in pipe.executor.components if type(c).__name__ == "CrossCache")
-    kv = next(c for c in pipe.executor.components if type(c).__name__ == "KVCache")
+    kv = next(c for c in pipe.executor.components if isinstance(c, KVCache))
     assert cross.inputs["decoder"] == {"cross_bias"} and [s.past.name for s in kv.slots] == ["past_key_values.0.key"]
     seen = []
     original = pipe.backend.run
@@ -73,7 +74,7 @@ def test_kv_discovery_leaves_cross_inputs_alone(tmp_path):
     bundle = _bundle(tmp_path, encoder=_encoder(out="past_key_values.1.key"),
                      decoder=_decoder(cross="past_key_values.1.key"))
     pipe = onnxpipe.load(bundle, text=False)
-    kv = next(c for c in pipe.executor.components if type(c).__name__ == "KVCache")
+    kv = next(c for c in pipe.executor.components if isinstance(c, KVCache))
     assert [s.past.name for s in kv.slots] == ["past_key_values.0.key"]
     assert pipe.generate(max_new_tokens=3, inputs=_features(2)).tokens == [2, 2, 2]
 

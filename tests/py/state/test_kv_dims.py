@@ -10,7 +10,7 @@ from onnxpipe.backends.native import NativeBackend
 from onnxpipe.config.schema import KVCacheSpec
 from onnxpipe.errors import ConfigError
 from onnxpipe.ops.proto import Graph
-from onnxpipe.state.kv_cache import KVCache
+from onnxpipe.state.kv_cache import KVCache, make_kv_cache
 
 
 def opaque_decoder(path, head_dim="kv_dim") -> str:
@@ -27,7 +27,7 @@ def opaque_decoder(path, head_dim="kv_dim") -> str:
 def kv_cache(path: str, **spec) -> KVCache:
     backend = NativeBackend()
     session = backend.open_session("decoder", path, ["cpu"], {})
-    return KVCache(backend, session, KVCacheSpec(**spec), 64, "pipeline.json")
+    return make_kv_cache(backend, session, KVCacheSpec(**spec), 64, "pipeline.json")
 
 
 def test_undetectable_head_size_asks_for_it_and_says_where_it_looked(tmp_path):

@@ -19,6 +19,7 @@ import pytest
 import onnxpipe
 from onnxpipe.config.schema import SlidingWindow
 from onnxpipe.errors import ConfigError
+from onnxpipe.state.kv_cache import KVCache
 from onnxpipe.state.sliding_window import Windowing, capacity
 from tests.agreement import FP32_KERNELS, assert_greedy_agrees, margins
 from tests.fixtures import tiny_models
@@ -47,7 +48,7 @@ def _no_share(cfg):
 
 
 def _kv(pipe):
-    return next(c for c in pipe.executor.components if c.__class__.__name__ == "KVCache")
+    return next(c for c in pipe.executor.components if isinstance(c, KVCache))
 
 
 def _genai(bundle, ids, n):
