@@ -2,6 +2,8 @@
 
 __version__ = "0.1.0"
 
+from . import stages  # noqa: E402,F401  (fills config's registries: loop names, load-time checks)
+
 
 def load(path, providers=None, **options):
     """Open the model bundle at ``path`` and return a ready Pipeline.

@@ -13,6 +13,12 @@ from typing import Any, Protocol, Sequence
 Tensor = Any  # an engine-owned handle (onnxruntime.OrtValue natively, ort.Tensor in the browser)
 
 
+class Items(list):
+    """Per-item pipeline input values: a list of host values ``(flat values, shape)``, one per
+    item. An image front end gives each image's tensors as one item (their shapes differ, so
+    they can't be one batch); a ``loop: per_image`` flow step runs once per item."""
+
+
 @dataclass(frozen=True)
 class TensorInfo:
     name: str

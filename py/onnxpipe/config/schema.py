@@ -10,14 +10,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .registry import LOOPS, SCHEDULERS
+
 FLOW_PHASES = ("init", "step", "final")
 PHASE_ALIASES = {"once": "init", "prompt": "init", "always": "step"}
 LOOP_MODES = ("batched", "per_image")
 KV_FORMATS = ("auto", "separate", "combined", "shared_buffer")
 POSITION_STRATEGIES = ("auto", "default", "mrope_3d", "windowed")
-GENERATION_LOOPS = ("autoregressive", "single_pass", "streaming", "denoising")
+GENERATION_LOOPS = LOOPS   # names registered by loops/; SCHEDULERS: by diffusion/ (config/registry.py)
 SPECULATIVE_METHODS = ("prompt_lookup",)   # search/speculative.py's DRAFTERS
-SCHEDULERS = ("euler_discrete", "ddim")       # diffusion/'s SCHEDULERS
 DTYPES = ("float32", "float16", "int64", "int32", "int8", "uint8", "bool")
 
 

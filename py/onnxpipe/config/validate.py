@@ -1,15 +1,17 @@
 """Load-time checks of a parsed PipelineSpec that need no session I/O.
 
-Checks that need the sessions' real input/output names (a wire to a tensor a session
-doesn't have, inputs nothing feeds) run in ``engine/wiring.py`` when the sessions open.
+This module holds the structural checks (sessions, flow, wires, output, token ids, files);
+each stage checks its own keys with a check it registers (``registry.register_check``), run
+here between them. Checks that need the sessions' real input/output names (a wire to a tensor
+a session doesn't have, inputs nothing feeds) run in ``engine/wiring.py`` when the sessions open.
 """
 
 from __future__ import annotations
 
 import os
 
-from ..engine.controls import check_declarations
 from ..errors import ConfigError, choices_text, nearest
+from .registry import run_stage_checks
 from .schema import FLOW_PHASES, PipelineSpec
 
 MAX_FLOW_STEPS = 10
@@ -55,20 +57,7 @@ def validate_spec(spec: PipelineSpec, file: str, bundle_dir: str | None = None) 
                               file=file, path=f"$.pipeline.flow[{i}].loop_over")
     _check_wires(spec, file, sessions)
     _check_output(spec, file, sessions)
-    check_declarations(pipe.inputs, file)
-    from ..loops.streaming import check_config      # here, not at the top: loops import config
-    from ..speech.segments import check_declaration
-    from ..search import options as search_options, speculative
-    check_config(spec, file)
-    from ..loops import denoising
-    from ..diffusion import image
-    denoising.check_config(spec, file, bundle_dir)
-    image.check_declaration(spec, file)
-    speculative.check_config(spec, file)
-    search_options.check_config(spec, file)
-    check_declaration(spec, file)
-    from ..image.checks import check_config as check_vision
-    check_vision(spec, file)
+    run_stage_checks(spec, file, bundle_dir)
     _check_token_extras(spec, file)
     if bundle_dir is not None:
         _check_files(spec, file, bundle_dir)

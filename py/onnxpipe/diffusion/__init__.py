@@ -7,12 +7,16 @@ diffusers' ``scheduler_config.json`` keys (``settings.py``), its arithmetic a sm
 
 from __future__ import annotations
 
+from ..config.registry import SCHEDULERS
 from ..errors import ConfigError
 from .ddim import DDIM
 from .euler import EulerDiscrete
 from .steps import GUIDANCE_MODES, Plan, StepScheduler, input_graph
 
-SCHEDULERS: dict[str, type[StepScheduler]] = {cls.name: cls for cls in (EulerDiscrete, DDIM)}
+# the names generation.scheduler accepts: the schema reads this registry (config/registry.py)
+for _cls in (EulerDiscrete, DDIM):
+    SCHEDULERS.register(_cls.name, _cls)
+del _cls
 BY_DIFFUSERS_CLASS = {cls.diffusers_class: name for name, cls in SCHEDULERS.items()}
 
 

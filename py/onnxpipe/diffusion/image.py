@@ -10,6 +10,7 @@ from __future__ import annotations
 import struct
 import zlib
 
+from ..config.registry import register_check
 from ..errors import InputError
 
 _COLOUR_TYPE = {1: 0, 3: 2, 4: 6}
@@ -58,7 +59,7 @@ def output_pngs(result, spec) -> list[bytes]:
     return [png(*item) for item in to_pixels(values, shape, tuple(image.value_range), image.layout)]
 
 
-def check_declaration(spec, file: str) -> None:
+def check_declaration(spec, file: str, bundle_dir: str | None = None) -> None:
     """Load-time check of pipeline.output.image."""
     from ..errors import ConfigError
 
@@ -73,3 +74,6 @@ def check_declaration(spec, file: str) -> None:
     if out.audio is not None or out.segments is not None:
         raise ConfigError('an output is an image, a waveform or speech segments: one of "image", "audio", '
                           '"segments"', file=file, path="$.pipeline.output.image")
+
+
+register_check("image_output", check_declaration, order=40)

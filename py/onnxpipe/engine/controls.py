@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..config.registry import register_check
 from ..errors import ConfigError, InputError, nearest
 
 FLOAT_TYPES = ("float32", "float16")
@@ -83,6 +84,14 @@ def check_declarations(inputs: dict, file: str) -> None:
             raise ConfigError(f"default: expected {_count(spec.shape)} number(s) for shape "
                               f"{list(spec.shape)}, found {spec.default!r}", file=file, path=f"{path}.default")
         _check_range(name, spec, values, lambda msg: ConfigError(msg, file=file, path=f"{path}.default"))
+
+
+def check_config(spec, file: str, bundle_dir: str | None = None) -> None:
+    """The load-time check of pipeline.inputs (``check_declarations``)."""
+    check_declarations(spec.pipeline.inputs, file)
+
+
+register_check("controls", check_config, order=10)
 
 
 def _is_number(value) -> bool:

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..backends.base import Items
 from ..errors import InputError
 from ..state.base import StepContext
 from . import per_image
-from .items import Items
 from .merge import merge_features
 from .plugin import PluginCall
 from .wiring import Plan, StepPlan

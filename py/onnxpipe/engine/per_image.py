@@ -6,9 +6,9 @@ as one host value per item, each its own shape (``run_items``: an image front en
 
 from __future__ import annotations
 
+from ..backends.base import Items
 from ..errors import InputError
 from ..ops import tensor as tensor_ops
-from .items import Items
 from .wiring import StepPlan
 
 

@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
+from ..config.registry import register_check
 from ..config.schema import PipelineSpec
 from ..errors import ConfigError
 
 
-def check_config(spec: PipelineSpec, file: str) -> None:
+def check_config(spec: PipelineSpec, file: str, bundle_dir: str | None = None) -> None:
     positions = spec.pipeline.state.position_ids
     where = "$.pipeline.state.position_ids"
     if positions.strategy == "windowed":
@@ -34,6 +35,9 @@ def check_config(spec: PipelineSpec, file: str) -> None:
         if token is not None and (isinstance(token, bool) or not isinstance(token, int)):
             raise ConfigError(f'merging at tokens.extra.{step.merge.token}: expected that id (an integer) in '
                               f'tokens.extra, found {token!r}', file=file, path=f"{path}.token")
+
+
+register_check("vision", check_config, order=80)
 
 
 def _endpoint(spec: PipelineSpec, text: str, file: str, path: str) -> str:

@@ -9,8 +9,8 @@ writes over the embeddings, and the grids mRoPE positions are laid out from.
 
 from __future__ import annotations
 
+from ..backends.base import Items
 from ..config.schema import PipelineSpec
-from ..engine.items import Items
 from ..errors import ConfigError, InputError
 from ..state.positions import PositionIds
 from .config import ImageProcessorConfig, load_processor_config

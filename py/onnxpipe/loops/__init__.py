@@ -6,6 +6,7 @@ runs itself; ``loop_for`` is the only lookup.
 
 from __future__ import annotations
 
+from ..config.registry import LOOPS
 from ..errors import ConfigError
 from .autoregressive import Autoregressive, Timing
 from .base import LoopStrategy
@@ -13,8 +14,10 @@ from .denoising import Denoising
 from .single_pass import SinglePass
 from .streaming import Streaming
 
-LOOPS: dict[str, type[LoopStrategy]] = {cls.name: cls for cls in (Autoregressive, SinglePass, Streaming,
-                                                                  Denoising)}
+# the names generation.loop accepts: the schema reads this registry (config/registry.py)
+for _cls in (Autoregressive, SinglePass, Streaming, Denoising):
+    LOOPS.register(_cls.name, _cls)
+del _cls
 
 
 def loop_for(name: str, file: str | None = None) -> type[LoopStrategy]:

@@ -21,6 +21,7 @@ import os
 import time
 from typing import Any
 
+from ..config.registry import register_check
 from ..diffusion import SCHEDULERS, input_graph, make_scheduler
 from ..diffusion.noise import initial_latents
 from ..errors import ConfigError, InputError
@@ -339,3 +340,6 @@ def check_config(spec, file: str, bundle_dir: str | None = None) -> None:
     if gen.num_steps > scheduler.settings["num_train_timesteps"]:
         raise ConfigError(f"num_steps {gen.num_steps} is more than the scheduler's num_train_timesteps "
                           f"{scheduler.settings['num_train_timesteps']}", file=file, path="$.generation.num_steps")
+
+
+register_check("denoising", check_config, order=30)

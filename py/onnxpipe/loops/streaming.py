@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 from array import array
 
+from ..config.registry import register_check
 from ..errors import ConfigError, EngineError, InputError
 from .base import LoopStrategy
 
@@ -186,7 +187,7 @@ def _input_info(plan, name: str) -> tuple[str, tuple]:
     raise ConfigError(f'pipeline input "{name}" feeds no session')   # check_plan refused this at load
 
 
-def check_config(spec, file: str) -> None:
+def check_config(spec, file: str, bundle_dir: str | None = None) -> None:
     """Load-time checks of generation.streaming that need no sessions."""
     s = spec.generation.streaming
     loop = spec.generation.loop
@@ -216,3 +217,6 @@ def check_config(spec, file: str) -> None:
         raise ConfigError('a streaming pipeline reads one speech probability per chunk: it needs "output" '
                           'with "segments", e.g. "output": {"session": "vad", "name": "output", "segments": '
                           '{...}}', file=file, path="$.pipeline.output")
+
+
+register_check("streaming", check_config, order=20)

@@ -7,6 +7,7 @@ import math
 import os
 from dataclasses import dataclass
 
+from ..config.registry import register_check
 from ..config.schema import Generation, Speculative
 from ..errors import ConfigError, InputError, choices_text, nearest
 from .speculative import from_call
@@ -172,10 +173,13 @@ def _check(o: SearchOptions) -> None:
         raise InputError("bad search options: " + "; ".join(message for _, message in found))
 
 
-def check_config(spec, file: str) -> None:
+def check_config(spec, file: str, bundle_dir: str | None = None) -> None:
     """Load-time: the bundle's own search defaults must be values and combinations that run."""
     generation = spec.generation
     if generation.loop != "autoregressive":
         return
     for name, message in problems(defaults_from(generation)):
         raise ConfigError(message, file=file, path=JSON_PATHS.get(name, "$.generation"))
+
+
+register_check("search_options", check_config, order=60)

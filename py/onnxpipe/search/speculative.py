@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from ..config.parse import parse_spec
+from ..config.registry import register_check
 from ..config.schema import Speculative
 from ..errors import ConfigError, InputError
 
@@ -95,7 +96,7 @@ def problems(s: Speculative) -> list[tuple[str, str]]:
     return found
 
 
-def check_config(spec, file: str) -> None:
+def check_config(spec, file: str, bundle_dir: str | None = None) -> None:
     """Load-time checks of generation.speculative that need no sessions."""
     s = spec.generation.speculative
     if s is None:
@@ -105,6 +106,9 @@ def check_config(spec, file: str) -> None:
                           f'"{spec.generation.loop}": remove it', file=file, path="$.generation.speculative")
     for key, message in problems(s):
         raise ConfigError(message, file=file, path=f"$.generation.speculative.{key}")
+
+
+register_check("speculative", check_config, order=50)
 
 
 def check_state(spec, executor, file: str) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from ..config.registry import register_check
 from ..errors import InputError
 
 SETTINGS = ("threshold", "negative_threshold", "min_silence_ms", "speech_pad_ms", "min_speech_ms")
@@ -132,7 +133,7 @@ def settings_from(mapping, values: dict) -> SegmentSettings:
     return SegmentSettings(**{key: float(values[getattr(mapping, key)][0][0]) for key in SETTINGS}).check()
 
 
-def check_declaration(spec, file: str) -> None:
+def check_declaration(spec, file: str, bundle_dir: str | None = None) -> None:
     """Load-time checks of ``pipeline.output.segments``: each setting names a scalar pipeline
     input with a default, the loop is the streaming one, and the defaults agree."""
     from ..errors import ConfigError, nearest
@@ -166,3 +167,6 @@ def check_declaration(spec, file: str) -> None:
         defaults[key] = float(spec_in.default)
     SegmentSettings(**defaults).check(lambda msg: ConfigError(f"the defaults disagree: {msg}", file=file,
                                                               path=base))
+
+
+register_check("speech_segments", check_declaration, order=70)
