@@ -7,9 +7,10 @@ runs itself; ``loop_for`` is the only lookup.
 from __future__ import annotations
 
 from ..errors import ConfigError
-from .autoregressive import Autoregressive, Timing
+from .autoregressive import Autoregressive
 from .base import LoopStrategy
 from .denoising import Denoising
+from .sequence import GenerationStep, Sequence, Timing
 from .single_pass import SinglePass
 from .streaming import Streaming
 
@@ -26,4 +27,5 @@ def loop_for(name: str, file: str | None = None) -> type[LoopStrategy]:
     return cls
 
 
-__all__ = ["LOOPS", "Autoregressive", "Denoising", "LoopStrategy", "SinglePass", "Streaming", "Timing", "loop_for"]
+__all__ = ["LOOPS", "Autoregressive", "Denoising", "GenerationStep", "LoopStrategy", "Sequence", "SinglePass", "Streaming",
+           "Timing", "loop_for"]
