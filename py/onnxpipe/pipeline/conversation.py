@@ -46,17 +46,17 @@ class Conversation:
         self.generation.check_length(len(ids), opts)
         return ids, opts
 
-    def stream(self, messages: list[dict], max_new_tokens=None, **search) -> Iterator[StreamEvent]:
-        """Continue the conversation, yielding text deltas."""
+    def stream(self, messages: list[dict], max_new_tokens=None, logit_mask=None, **search) -> Iterator[StreamEvent]:
+        """Continue the conversation, yielding text deltas (``logit_mask``: see TextGeneration.stream)."""
         ids, opts = self._prepare(messages, max_new_tokens, search)
-        return self.generation.continue_stream(self.continue_from(ids), opts)
+        return self.generation.continue_stream(self.continue_from(ids), opts, logit_mask=logit_mask)
 
     def chat(self, messages: list[dict], max_new_tokens=None, on_event=None, cancel=None,
-             **search) -> GenerationResult:
+             logit_mask=None, **search) -> GenerationResult:
         """Continue the conversation (see ``stream``) and return the whole reply."""
         ids, opts = self._prepare(messages, max_new_tokens, search)
         new_ids = self.continue_from(ids)
-        return self.generation.collect(new_ids, len(ids), opts, None, on_event, cancel)
+        return self.generation.collect(new_ids, len(ids), opts, None, on_event, cancel, logit_mask)
 
     def continue_from(self, ids: list[int]) -> list[int]:
         """Rewind the state to the longest prefix it shares with ``ids``; return the rest."""
