@@ -47,13 +47,12 @@ class Autoregressive(LoopStrategy):
         passes. ``seq.cancel`` is read after every token but the last (and between prefill
         chunks); a cancel ends with a response that has no token.
         """
-        options = seq.options
-        if options.speculative is not None and seq.drafter is not None:
+        if seq.drafter is not None:
             why = self.executor.cannot_rewind()
             if why:
                 raise InputError(f"speculative decoding drops the positions of rejected drafts, but {why}: "
                                  f"call without speculative")
-        if options.num_beams > 1:
+        if seq.options.num_beams > 1:
             if seq.logit_mask is not None:
                 raise InputError("logit_mask: beam search (num_beams > 1) takes no per-step mask; "
                                  "call with num_beams 1")
@@ -70,7 +69,7 @@ class Autoregressive(LoopStrategy):
             return
         try:
             while True:
-                draft = seq.draft(feed)   # no copy of the ids per plain token
+                draft = seq.draft(feed) if seq.drafter is not None else []   # no copy of the ids per plain token
                 fed = feed + draft
                 outs = executor.run_phase("step", {**extra, "input_ids": (fed, (1, len(fed)))},
                                           new_length=len(fed))
