@@ -84,7 +84,9 @@ class Pipeline:
     def stream(self, prompt=None, input_ids=None, max_new_tokens=None, inputs=None, images=None,
                **search) -> Iterator[StreamEvent]:
         """Generate from a fresh state, yielding text deltas (see TextGeneration.stream);
-        ``images``: onnxpipe.image.Image list for a vision-language bundle."""
+        ``images``: onnxpipe.image.Image list for a vision-language bundle; ``logit_mask=f``
+        (keyword): ``f(generated_ids)`` returns ids the next token may not be (also for
+        generate, chat and chat_stream)."""
         return self.generation.stream(prompt, input_ids, max_new_tokens, inputs, images, **search)
 
     def generate(self, prompt=None, input_ids=None, max_new_tokens=None, inputs=None,

@@ -115,6 +115,10 @@ def _tensor_arg(text: str) -> tuple[str, tuple[list, tuple[int, ...]]]:
     return name, (flat, tuple(shape))
 
 
+_ONCE_FLAGS = {"seed": "--seed", "num_steps": "--steps", "guidance_scale": "--guidance-scale",
+               "scheduler": "--scheduler"}   # one-pass options by the flag that sets them
+
+
 def cmd_run_once(a) -> int:
     """A one-pass bundle (denoising, single_pass): --input tensors in, the output (PNGs) out."""
     from .api import load
@@ -124,11 +128,8 @@ def cmd_run_once(a) -> int:
     inputs = dict(_tensor_arg(t) for t in a.input or [])
     options = {k: v for k, v in (("seed", a.seed), ("num_steps", a.steps), ("guidance_scale", a.guidance_scale),
                                  ("scheduler", a.scheduler)) if v is not None}
-    if pipe.loaded.loop.name == "denoising" and "seed" not in options and pipe.spec.generation.denoising.seed < 0:
-        options["seed"] = int.from_bytes(os.urandom(4), "little")   # printed, so the image can be made again
-    unknown = [k for k in options if k not in pipe.loaded.loop.options]
-    if unknown:
-        raise InputError(f"--{unknown[0].replace('_', '-')}: not an option of the {pipe.loaded.loop.name} loop")
+    # checked, and a random seed chosen where the bundle asks for one: printed, so the image can be made again
+    options = pipe.one_pass.call_options(options, name=lambda k: _ONCE_FLAGS[k])
     result = pipe.run(inputs, **options)
     files = []
     if a.out:

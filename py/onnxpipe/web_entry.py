@@ -229,13 +229,7 @@ def run(args: dict, emit, data) -> RunResult:
     pipeline = _loaded()
     loaded = pipeline.loaded
     loaded.require_loop(False, 'a "generate" request')
-    unknown = sorted(set(options) - set(loaded.loop.options))
-    if unknown:
-        takes = ", ".join(loaded.loop.options) or "none"
-        raise InputError(f'options: "{unknown[0]}" is not an option of the {loaded.loop.name} loop; it takes {takes}')
-    denoising = loaded.spec.generation.denoising
-    if denoising is not None and options.get("seed") is None and denoising.seed < 0:
-        options["seed"] = int.from_bytes(os.urandom(4), "little")   # reported, so the image can be made again
+    options = pipeline.one_pass.call_options(options)   # a random seed chosen here is reported
     values = loaded.inputs(tensors_from_json(args.get("inputs") or {}, "inputs"), controls)
     steps = [0]
     stopped = [False]

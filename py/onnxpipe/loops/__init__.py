@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from ..config.registry import LOOPS
 from ..errors import ConfigError
-from .autoregressive import Autoregressive, Timing
+from .autoregressive import Autoregressive
 from .base import LoopStrategy
 from .denoising import Denoising
+from .sequence import GenerationStep, Sequence, Timing
 from .single_pass import SinglePass
 from .streaming import Streaming
 
@@ -29,4 +30,5 @@ def loop_for(name: str, file: str | None = None) -> type[LoopStrategy]:
     return cls
 
 
-__all__ = ["LOOPS", "Autoregressive", "Denoising", "LoopStrategy", "SinglePass", "Streaming", "Timing", "loop_for"]
+__all__ = ["LOOPS", "Autoregressive", "Denoising", "GenerationStep", "LoopStrategy", "Sequence", "SinglePass", "Streaming",
+           "Timing", "loop_for"]

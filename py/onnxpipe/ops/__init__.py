@@ -7,7 +7,7 @@ returns model bytes, cached per argument tuple, for the backend to open as a ses
 
 from .kv import gather_batch_many_graph, grow_seq_graph, slice_seq_many_graph, zeros_graph
 from .proto import Graph, Tensor
-from .sampler import beam_graph, greedy_graph, reference_greedy_token, reference_next_token, sampling_graph
+from .sampler import beam_graph, greedy_graph, sampling_graph
 
 __all__ = [
     "Graph",
@@ -16,8 +16,6 @@ __all__ = [
     "gather_batch_many_graph",
     "greedy_graph",
     "grow_seq_graph",
-    "reference_greedy_token",
-    "reference_next_token",
     "sampling_graph",
     "slice_seq_many_graph",
     "zeros_graph",

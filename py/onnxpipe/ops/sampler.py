@@ -22,7 +22,7 @@ Inputs (``B`` batch, ``S`` positions, ``V`` vocabulary):
 
 Output: ``next_tokens`` int64[B].
 
-Semantics, per row (``reference_next_token`` implements them in pure Python):
+Semantics, per row (tests/py/ops/reference_sampler.py implements them in pure Python, the tests' oracle):
 
 1. x = logits at the last position, cast to float32.
 2. Repetition penalty, for each distinct id t in prev_tokens: x[t] -> x[t] / penalty if
@@ -52,15 +52,11 @@ past them (a flat distribution); it costs ~6 ms at V = 49152 and ~22 ms at V = 1
 from __future__ import annotations
 
 import math
-from array import array
-from bisect import bisect_right
 from functools import lru_cache
-from itertools import accumulate
-from typing import Sequence
 
 from .proto import Graph
 
-__all__ = ["beam_graph", "greedy_graph", "reference_greedy_token", "reference_next_token", "sampling_graph"]
+__all__ = ["beam_graph", "greedy_graph", "sampling_graph"]
 
 _LOGITS_DTYPES = ("float32", "float16")
 _INT64_MAX = 2**63 - 1
@@ -338,64 +334,3 @@ def _beam_graph(logits_dtype: str, with_penalty: bool, logits_rank: int, with_ba
     g.output("top_scores", "float32", ["k"])
     g.output("top_index", "int64", ["k"])
     return g.to_bytes()
-
-
-# --- pure-Python reference (the tests' oracle; also documents the semantics) -------------
-
-def _f32(values: Sequence[float]) -> list[float]:
-    """Round Python floats to the nearest float32 (double rounding is exact for + - * /)."""
-    return array("f", values).tolist()
-
-
-def _penalize(x: list[float], penalty: float, prev_tokens: Sequence[int],
-              suppress: Sequence[int] = ()) -> list[float]:
-    (penalty,) = _f32([penalty])
-    ids = sorted(set(prev_tokens))
-    new = _f32([x[t] / penalty if x[t] > 0 else x[t] * penalty for t in ids])
-    for t, v in zip(ids, new):
-        x[t] = v
-    for t in suppress:
-        x[t] = -math.inf
-    return x
-
-
-def reference_greedy_token(logits_row: Sequence[float], *, penalty: float = 1.0,
-                           prev_tokens: Sequence[int] = (), suppress: Sequence[int] = ()) -> int:
-    """Pure-Python greedy: argmax after the repetition penalty and suppression, lowest index
-    on ties."""
-    x = _penalize(_f32(logits_row), penalty, prev_tokens, suppress)
-    return max(range(len(x)), key=x.__getitem__)  # max keeps the first of equal keys
-
-
-def reference_next_token(logits_row: Sequence[float], *, temperature: float, top_k: int,
-                         top_p: float, min_p: float, uniform: float, penalty: float = 1.0,
-                         prev_tokens: Sequence[int] = (), suppress: Sequence[int] = ()) -> int:
-    """Pure-Python sampling with the module's exact semantics, for one row of logits.
-
-    ``logits_row`` is the last position's logits (float16 inputs: pass their exact values).
-    Arithmetic is float64 except where float32 rounding decides order (penalty); results can
-    differ from the graph only when ``uniform`` sits within float32 rounding of a boundary.
-    """
-    x = _penalize(_f32(logits_row), penalty, prev_tokens, suppress)
-    k = len(x) if top_k < 1 else min(int(top_k), len(x))
-    # a stable sort, reversed, keeps the lower index first among equal values
-    order = sorted(range(len(x)), key=x.__getitem__, reverse=True)[:k]
-    temperature, min_p, top_p, uniform = _f32([temperature, min_p, top_p, uniform])
-    scaled = _f32([x[i] / temperature for i in order])
-    top = scaled[0]
-    exps = [math.exp(v - top) for v in scaled]
-    total = sum(exps)
-    p = [e / total for e in exps]
-
-    # min_p and top_p each keep a prefix of the sorted positions; position 0 always stays
-    floor = min(min_p, 1.0) * p[0]
-    top_p = max(top_p, _TOP_P_FLOOR)
-    kept = 1
-    for before, pj in zip(accumulate(p[:-1]), p[1:]):
-        if pj < floor or (top_p < 1.0 and before >= top_p):
-            break
-        kept += 1
-    positive = sum(1 for pj in p[:kept] if pj > 0)  # exp underflow can zero the tail
-    c = list(accumulate(p[:kept]))
-    choice = bisect_right(c, uniform * c[-1])  # the number of c values <= uniform * c[-1]
-    return order[min(choice, positive - 1)]

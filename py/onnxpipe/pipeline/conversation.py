@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Iterator
 
 from ..errors import InputError
-from ..loops import Timing
 from ..text.chat_template import ChatTemplateError
-from .text_generation import DEFAULT_MAX_NEW_TOKENS, GenerationResult, StreamEvent, _check_unicode
+from .checks import check_unicode
+from .text_generation import DEFAULT_MAX_NEW_TOKENS, GenerationResult, StreamEvent
 
 
 class Conversation:
@@ -29,7 +29,7 @@ class Conversation:
             if not isinstance(m["role"], str) or not m["role"]:
                 raise InputError(f"chat: messages[{i}].role: expected a role name (a string), found {m['role']!r:.40}")
             if isinstance(m["content"], str):
-                _check_unicode(f"chat: messages[{i}].content", m["content"])
+                check_unicode(f"chat: messages[{i}].content", m["content"])
             elif not isinstance(m["content"], list):   # a list: content parts, as transformers takes them
                 raise InputError(f"chat: messages[{i}].content: expected a string or a list of parts, "
                                  f"found {type(m['content']).__name__}")
@@ -46,21 +46,21 @@ class Conversation:
         self.generation.check_length(len(ids), opts)
         return ids, opts
 
-    def stream(self, messages: list[dict], max_new_tokens=None, **search) -> Iterator[StreamEvent]:
-        """Continue the conversation, yielding text deltas."""
+    def stream(self, messages: list[dict], max_new_tokens=None, logit_mask=None, **search) -> Iterator[StreamEvent]:
+        """Continue the conversation, yielding text deltas (``logit_mask``: see TextGeneration.stream)."""
         ids, opts = self._prepare(messages, max_new_tokens, search)
-        return self.generation.continue_stream(self.continue_from(ids), opts, Timing())
+        return self.generation.continue_stream(self.continue_from(ids), opts, logit_mask=logit_mask)
 
     def chat(self, messages: list[dict], max_new_tokens=None, on_event=None, cancel=None,
-             **search) -> GenerationResult:
+             logit_mask=None, **search) -> GenerationResult:
         """Continue the conversation (see ``stream``) and return the whole reply."""
         ids, opts = self._prepare(messages, max_new_tokens, search)
         new_ids = self.continue_from(ids)
-        return self.generation.collect(new_ids, len(ids), opts, None, on_event, cancel)
+        return self.generation.collect(new_ids, len(ids), opts, None, on_event, cancel, logit_mask)
 
     def continue_from(self, ids: list[int]) -> list[int]:
         """Rewind the state to the longest prefix it shares with ``ids``; return the rest."""
-        generation, executor = self.generation, self.loaded.executor
+        generation = self.generation
         history = generation.history
         keep = 0
         for a, b in zip(history, ids):
@@ -70,9 +70,8 @@ class Conversation:
         keep = min(keep, len(ids) - 1)   # always run at least one token
         # a plugin that lengthened the sequence (e.g. prepended audio frames) leaves positions
         # the history doesn't count: start over rather than cut at the wrong place
-        aligned = executor.length == len(history)
-        if keep == 0 or not aligned or not executor.rewind(keep):
+        aligned = self.loaded.executor.length == len(history)
+        if keep == 0 or not aligned or not generation.keep(keep):
             generation.reset()
             return ids
-        del history[keep:]
         return ids[keep:]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 from ..errors import InputError
@@ -34,6 +35,23 @@ class OnePass:
         loaded.require_loop(False, "generate() or chat()")
         options = {k: controls.pop(k) for k in loaded.loop.options if k in controls}
         return self.run_values(loaded.inputs(inputs, controls), **options)
+
+    def call_options(self, options: dict, name=None) -> dict:
+        """A front end's one-pass options checked against the loop's (``loop.options``), with a
+        seed chosen where the bundle asks for a random one (generation.denoising.seed < 0) and
+        the call names none: the front end reports it, so the result can be made again.
+        ``name(option)`` spells an option as the front end takes it (default: options: "name")."""
+        loop = self.loaded.loop
+        unknown = sorted(set(options) - set(loop.options))
+        if unknown:
+            spelled = name(unknown[0]) if name is not None else f'options: "{unknown[0]}"'
+            raise InputError(f"{spelled} is not an option of the {loop.name} loop; it takes "
+                             f"{', '.join(loop.options) or 'none'}")
+        options = dict(options)
+        denoising = self.loaded.spec.generation.denoising
+        if "seed" in loop.options and denoising is not None and options.get("seed") is None and denoising.seed < 0:
+            options["seed"] = int.from_bytes(os.urandom(4), "little")
+        return options
 
     def run_values(self, values: dict, **options) -> RunResult:
         """Run on already resolved host values (a front end's or ``LoadedPipeline.inputs``);

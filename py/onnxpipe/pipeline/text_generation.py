@@ -1,8 +1,10 @@
 """Tokens and text from an autoregressive pipeline.
 
-Layers (mlx-lm style): the ``Autoregressive`` loop yields ids -> ``stream`` yields events with
-text deltas and a ``finish_reason`` -> ``generate`` collects the whole result. The state's ids
-are kept in ``history`` so a conversation can continue from them.
+Layers (mlx-lm style): the ``Autoregressive`` loop yields ``GenerationStep`` responses (token,
+text, and on the last the finish reason, final outputs, beams, timings) for one ``Sequence`` ->
+``stream`` yields events with text deltas and a ``finish_reason`` -> ``generate`` collects the
+whole result from the events alone. The ids the state holds are the last sequence's, so a
+conversation can continue from them (``history``, changed only through ``keep`` and ``reset``).
 """
 
 from __future__ import annotations
@@ -11,9 +13,10 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from ..errors import InputError
-from ..loops import Timing
-from ..search.detokenize import IncrementalDetokenizer
-from ..search.stopping import StopStrings, stop_ids
+from ..loops import GenerationStep, Sequence, Timing
+from ..search.detokenize import IncrementalDetokenizer, TextStream
+from ..search.stopping import stop_ids
+from .checks import check_unicode
 
 # A reply's new-token budget when a call names neither max_new_tokens nor max_length: the
 # browser pages' default too. A bundle's max_length is its context (8,192 for SmolLM2), and a
@@ -24,7 +27,9 @@ DEFAULT_MAX_NEW_TOKENS = 256
 class StreamEvent:
     text: str                      # new text since the previous event (never broken UTF-8)
     token_ids: list[int]           # ids generated since the previous event
-    finish_reason: str | None = None   # "stop" | "length" on the last event
+    finish_reason: str | None = None   # "stop" | "length" | "cancelled" on the last event
+    # on the last event: the loop's last response (final outputs, beams, timings)
+    final: GenerationStep | None = field(default=None, repr=False)
 
 
 @dataclass
@@ -71,15 +76,26 @@ def padded(sequences: list[dict] | None, pad: int | None) -> list[list[int]] | N
 class TextGeneration:
     def __init__(self, loaded):
         self.loaded = loaded
-        self.history: list[int] = []     # ids the state holds (a chat continues from here)
+        self.sequence: Sequence | None = None   # the last generation's: its ids are what the state holds
         self.final_outputs: dict = {}    # what the final flow made in the last generation
-        self.sequences: list[dict] | None = None   # beam search's returned beams, last generation
+
+    @property
+    def history(self) -> list[int]:
+        """Ids the state holds (a chat continues from here); change it through keep() / reset()."""
+        return self.sequence.ids if self.sequence is not None else []
 
     def reset(self) -> None:
         """Forget the conversation: empty state."""
         self.loaded.reset()
-        self.history = []
+        self.sequence = None
         self.final_outputs = {}
+
+    def keep(self, count: int) -> bool:
+        """Rewind the state to its first ``count`` ids; False (nothing changed) where it can't."""
+        if self.sequence is None or not self.loaded.executor.rewind(count):
+            return False
+        self.sequence.keep(count)
+        return True
 
     # ---- checks --------------------------------------------------------------------------------
 
@@ -97,7 +113,7 @@ class TextGeneration:
         else:
             if not isinstance(prompt, str):
                 raise InputError(f"prompt: expected a string, found {type(prompt).__name__}")
-            _check_unicode("prompt", prompt)
+            check_unicode("prompt", prompt)
             ids = self.loaded.tokenizer().encode(prompt, add_special_tokens=True) if prompt else []
         if not ids:
             raise InputError("empty prompt: nothing to generate from")
@@ -124,18 +140,19 @@ class TextGeneration:
     # ---- generation ----------------------------------------------------------------------------
 
     def stream(self, prompt=None, input_ids=None, max_new_tokens=None, inputs=None, images=None,
-               **search) -> Iterator[StreamEvent]:
+               logit_mask=None, **search) -> Iterator[StreamEvent]:
         """Generate from a fresh state, yielding text deltas as they become complete.
 
         ``inputs`` gives other pipeline inputs (e.g. pixel values): name -> (flat values, shape);
-        ``images`` (onnxpipe.image.Image) go through the bundle's image preprocessing.
+        ``images`` (onnxpipe.image.Image) go through the bundle's image preprocessing;
+        ``logit_mask(generated_ids)`` returns ids the next token may not be (loops/sequence.py).
         """
         ids, opts, pictures = self._prepare(prompt, input_ids, max_new_tokens, search, images)
         self.reset()
-        return self.continue_stream(ids, opts, Timing(), {**self.loaded.inputs(inputs), **pictures})
+        return self.continue_stream(ids, opts, {**self.loaded.inputs(inputs), **pictures}, logit_mask=logit_mask)
 
     def generate(self, prompt=None, input_ids=None, max_new_tokens=None, inputs=None,
-                 on_event=None, cancel=None, images=None, **search) -> GenerationResult:
+                 on_event=None, cancel=None, images=None, logit_mask=None, **search) -> GenerationResult:
         """The whole result of ``stream``: new token ids, text, finish reason and timings.
 
         ``on_event`` sees every StreamEvent as it happens; ``cancel()`` returning True stops
@@ -144,45 +161,37 @@ class TextGeneration:
         ids, opts, pictures = self._prepare(prompt, input_ids, max_new_tokens, search, images)
         extra = {**self.loaded.inputs(inputs), **pictures}
         self.reset()
-        return self.collect(ids, len(ids), opts, extra, on_event, cancel)
+        return self.collect(ids, len(ids), opts, extra, on_event, cancel, logit_mask)
 
-    def continue_stream(self, new_ids: list[int], opts, timing: Timing, extra=None, cancel=None) -> Iterator[StreamEvent]:
-        """Feed ``new_ids`` after the ids the state holds, then stream the reply (``cancel``: also
-        read between the chunks of a long prefill, where the loop feeds one in chunks)."""
+    def continue_stream(self, new_ids: list[int], opts, extra=None, cancel=None,
+                        logit_mask=None) -> Iterator[StreamEvent]:
+        """Feed ``new_ids`` after the ids the state holds, then stream the reply; ``cancel()``
+        returning True ends it before the next step (also between the chunks of a long prefill)
+        with a last event that has no token and finish_reason "cancelled"."""
         loaded = self.loaded
-        loop = loaded.loop(loaded.executor, loaded.sampler(opts), opts, stop_ids(opts, loaded.eos),
-                           timing, extra)
-        if cancel is not None and hasattr(loop, "cancel"):
-            loop.cancel = cancel
-        steps = loop.run(self.history, new_ids)
         text = loaded.text
-        detok = None
+        stream = None
         if text is not None:
             special = frozenset(loaded.eos) | frozenset(text.special_token_ids)
-            detok = IncrementalDetokenizer(text.decode, skip_special_tokens_ids=special,
-                                           hold_ids=frozenset(getattr(text, "byte_fallback_ids", ())))
-        stops = StopStrings(opts.stop_strings if detok else ())
-        pending: list[int] = []
-        self.sequences = None
-        for token, finish in steps:
-            pending.append(token)
-            delta = detok.push(token) if detok else ""
-            if finish and detok:
-                delta += detok.flush()
-            out, hit = stops.push(delta)
-            if hit:
-                finish = "stop"
-            if finish:
-                out += stops.flush() if not hit else ""
-                self.final_outputs = loop.final_outputs
-                if getattr(loop, "sequences", None) is not None:
-                    self.sequences = self._beams(loop.sequences)
-                yield StreamEvent(out, pending, finish)
-                steps.close()
+            stream = TextStream(IncrementalDetokenizer(text.decode, skip_special_tokens_ids=special,
+                                                       hold_ids=frozenset(getattr(text, "byte_fallback_ids", ()))),
+                                opts.stop_strings)
+        seq = Sequence(self.history, new_ids, opts, stop_ids(opts, loaded.eos), loaded.sampler(opts), stream,
+                       cancel, logit_mask)
+        self.sequence = seq
+        steps = loaded.loop(loaded.executor, extra).run(seq)
+        try:
+            for step in steps:
+                finish = step.finish_reason
+                if finish is None:
+                    yield StreamEvent(step.text or "", [step.token])
+                    continue
+                if finish != "cancelled":
+                    self.final_outputs = step.outputs
+                yield StreamEvent(step.text or "", [] if step.token is None else [step.token], finish, step)
                 return
-            if out or pending:
-                yield StreamEvent(out, pending)
-                pending = []
+        finally:   # a caller that stops early: the loop leaves the state matching the sequence's ids
+            steps.close()
 
     def _beams(self, beams) -> list[dict]:
         """Beam search's returned sequences as plain dicts (text as the streamed text skips ids)."""
@@ -192,33 +201,22 @@ class TextGeneration:
         skip = frozenset(self.loaded.eos) | frozenset(text.special_token_ids)   # as the detokenizer's
         return [b.to_dict(text.decode([t for t in b.tokens if t not in skip])) for b in beams]
 
-    def collect(self, new_ids, prompt_len, opts, extra=None, on_event=None, cancel=None) -> GenerationResult:
-        """Run ``continue_stream`` to the end (or ``cancel``) and gather the result."""
-        timing = Timing()
-        tokens, parts, finish = [], [], None
-        events = self.continue_stream(new_ids, opts, timing, extra, cancel)
-        for event in events:
+    def collect(self, new_ids, prompt_len, opts, extra=None, on_event=None, cancel=None,
+                logit_mask=None) -> GenerationResult:
+        """Run ``continue_stream`` to the end (or ``cancel``) and gather the result from its events."""
+        tokens, parts, last = [], [], None
+        for event in self.continue_stream(new_ids, opts, extra, cancel, logit_mask):
             tokens.extend(event.token_ids)
             parts.append(event.text)
-            finish = event.finish_reason
-            if on_event is not None:
+            if event.finish_reason is not None:
+                last = event.final
+            if on_event is not None and event.finish_reason != "cancelled":   # a cancel brings nothing new
                 on_event(event)
-            if finish is None and cancel is not None and cancel():
-                events.close()
-                finish = "cancelled"
-                break
-        if finish is None and cancel is not None and cancel():
-            finish = "cancelled"   # during the prefill: no token was made
-        sequences = self.sequences if finish != "cancelled" else None
+        finish = last.finish_reason if last is not None else None
+        timing = last.timing if last is not None and last.timing is not None else Timing()
+        sequences = self._beams(last.beams) if finish != "cancelled" and last is not None and \
+            last.beams is not None else None
         return GenerationResult(tokens, "".join(parts), finish, prompt_len, prompt_len - len(new_ids),
                                 timing.prefill_ms, timing.decode_tokens_per_s, list(self.loaded.warnings),
                                 timing.speculation.to_dict() if timing.speculation else None,
                                 sequences, padded(sequences, self.loaded.spec.tokens.pad))
-
-
-def _check_unicode(name: str, text: str) -> None:
-    """Text a tokenizer can take: no lone surrogates (they have no UTF-8 form)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise InputError(f"{name}: not valid Unicode text ({exc.reason} at character {exc.start})") from None

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
+from .stopping import StopStrings
+
 REPLACEMENT_CHAR = "\ufffd"
 
 
@@ -60,15 +62,6 @@ class IncrementalDetokenizer:
         self._ids.append(int(token_id))
         return self._advance(final=False)
 
-    def push_many(self, token_ids: Iterable[int]) -> str:
-        """Add several ids at once; return the text they complete."""
-        added = False
-        for token_id in token_ids:
-            if token_id not in self._skip:
-                self._ids.append(int(token_id))
-                added = True
-        return self._advance(final=False) if added else ""
-
     def flush(self) -> str:
         """Emit whatever is held back (an incomplete character decodes as U+FFFD)."""
         return self._advance(final=True)
@@ -90,3 +83,22 @@ class IncrementalDetokenizer:
             self._chunks.append(delta)
             self._text_cache = None
         return delta
+
+
+class TextStream:
+    """One sequence's text: ids detokenized as they come, stop strings found and held back."""
+
+    def __init__(self, detokenizer: IncrementalDetokenizer, stop_strings: tuple[str, ...] = ()):
+        self.detokenizer = detokenizer
+        self.stops = StopStrings(stop_strings)
+
+    def push(self, token_id: int, last: bool) -> tuple[str, bool]:
+        """(text safe to show after ``token_id``, whether a stop string was hit); ``last``: the
+        sequence ends with this id, so nothing is held back unless a stop string cut it."""
+        delta = self.detokenizer.push(token_id)
+        if last:
+            delta += self.detokenizer.flush()
+        out, hit = self.stops.push(delta)
+        if last and not hit:
+            out += self.stops.flush()
+        return out, hit

@@ -1,9 +1,10 @@
 """Pick the next token with a small ONNX graph on the engine: logits never reach Python.
 
-``make_sampler`` chooses the strategy in one place; each call sends the logits handle plus
-a few scalars (a uniform draw from a seeded Python RNG, so the same seed gives the same
-tokens on every engine) and reads back one token id. ``rows`` picks one token per position of
-a speculative pass; each row takes the next uniform in the same order one-token calls would,
+``Sampler`` (one per call, from ``LoadedPipeline.sampler(options)``) chooses the strategy in
+one place, ``_open``: ops/sampler.py's greedy or sampling graph. Each call sends the logits
+handle plus a few scalars (a uniform draw from a seeded Python RNG, so the same seed gives the
+same tokens on every engine) and reads back one token id. ``rows`` picks one token per position
+of a speculative pass; each row takes the next uniform in the same order one-token calls would,
 and ``unread`` hands back the ones whose positions were discarded, so a seed gives the same
 draws whether tokens come one by one or verified in a batch.
 """

@@ -11,6 +11,7 @@ import time
 from array import array
 
 from ..errors import InputError
+from ..loops.sequence import Sequence
 from ..search.stopping import stop_ids
 from ..text.sentences import split_sentences
 from .result import SentenceAudio, SpeechResult
@@ -75,21 +76,20 @@ def _run_one_pass(pipeline, inputs: dict, extra: dict, ids: list[int], cancel):
 
 
 def _run_token_loop(pipeline, inputs: dict, extra: dict, ids: list[int], cancel):
-    """The loop feeds ``ids`` itself as input_ids; the final phase makes the waveform."""
+    """The loop feeds ``ids`` itself as input_ids; the final phase makes the waveform (carried by
+    the loop's last response)."""
     loaded = pipeline.loaded
     opts = loaded.options()
     pipeline.reset()
-    loop = loaded.loop(loaded.executor, loaded.sampler(opts), opts, stop_ids(opts, loaded.eos),
-                       extra=extra)
-    steps = loop.run([], ids)
+    seq = Sequence([], ids, opts, stop_ids(opts, loaded.eos), loaded.sampler(opts), cancel=cancel)
     tokens = []
-    for token, finish in steps:
-        tokens.append(token)
-        if finish:
-            return _waveform(pipeline, loop.final_outputs), tokens
-        if cancel is not None and cancel():
-            steps.close()
+    for step in loaded.loop(loaded.executor, extra).run(seq):
+        if step.token is not None:
+            tokens.append(step.token)
+        if step.finish_reason == "cancelled":
             return None, tokens
+        if step.finish_reason:
+            return _waveform(pipeline, step.outputs), tokens
     return None, tokens
 
 

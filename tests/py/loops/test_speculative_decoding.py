@@ -18,7 +18,7 @@ import pytest
 
 import onnxpipe
 from onnxpipe.errors import InputError
-from onnxpipe.ops.sampler import reference_next_token
+from tests.py.ops.reference_sampler import reference_next_token
 from onnxpipe.search import speculative
 from tests.agreement import FP32_KERNELS, LogitsProbe
 from tests.fixtures import tiny_models

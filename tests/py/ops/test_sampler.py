@@ -9,7 +9,8 @@ import onnx
 import onnxruntime as ort
 import pytest
 
-from onnxpipe.ops import greedy_graph, reference_greedy_token, reference_next_token, sampling_graph
+from onnxpipe.ops import greedy_graph, sampling_graph
+from tests.py.ops.reference_sampler import reference_greedy_token, reference_next_token
 
 _SESSIONS = {}
 F32_BELOW_ONE = float(np.nextafter(np.float32(1), np.float32(0)))  # 0.99999994

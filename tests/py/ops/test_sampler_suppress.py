@@ -10,7 +10,8 @@ import pytest
 
 from onnxpipe.backends.base import TensorInfo
 from onnxpipe.backends.native import NativeBackend
-from onnxpipe.ops import greedy_graph, reference_greedy_token, reference_next_token, sampling_graph
+from onnxpipe.ops import greedy_graph, sampling_graph
+from tests.py.ops.reference_sampler import reference_greedy_token, reference_next_token
 from onnxpipe.search.options import SearchOptions
 from onnxpipe.search.sampler import Sampler
 
