@@ -5,6 +5,9 @@ its default; this walk refuses the first number outside it (NaN and infinities i
 the JSON path, the range with its unit and the value found. Stage checks that relate several
 keys (num_return_sequences <= num_beams, ...) stay with their stage; sizes a config value makes
 (buffers, silences, windows, caches) are bounded here, before anything is allocated.
+
+``onnxpipe.load`` calls it once the sessions are open and every stage has checked its own keys
+(a stage's message says more: "window_seconds of at least 0.02"), before any call runs.
 """
 
 from __future__ import annotations

@@ -10,7 +10,6 @@ import os
 
 from ..engine.controls import check_declarations
 from ..errors import ConfigError, choices_text, nearest
-from .ranges import check_ranges
 from .schema import FLOW_PHASES, PipelineSpec
 
 MAX_FLOW_STEPS = 10
@@ -71,7 +70,6 @@ def validate_spec(spec: PipelineSpec, file: str, bundle_dir: str | None = None) 
     from ..image.checks import check_config as check_vision
     check_vision(spec, file)
     _check_token_extras(spec, file)
-    check_ranges(spec, file)   # after the stages' own checks, whose messages say more
     if bundle_dir is not None:
         _check_files(spec, file, bundle_dir)
 

@@ -53,7 +53,8 @@ def _fails(edit, path, message):
     edit(document)
     spec = resolve_document(document, FILE)
     with pytest.raises(ConfigError) as info:
-        validate_spec(spec, FILE)
+        validate_spec(spec, FILE)   # the stages' checks first, as onnxpipe.load makes them
+        check_ranges(spec, FILE)
     assert info.value.path == path, info.value.message
     assert info.value.message == f"{FILE}: {path}: {message}"
 
