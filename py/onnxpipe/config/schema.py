@@ -25,7 +25,7 @@ DTYPES = ("float32", "float16", "int64", "int32", "int8", "uint8", "bool")
 class Range:
     """The values a numeric key may take, in ``unit``: low..high, ends included unless open.
 
-    ``elements`` bounds a shape's product (the tensor it allocates). Config/ranges.py enforces
+    ``elements`` bounds a shape's product (the tensor it allocates). config/ranges.py enforces
     every declared range at load; a numeric field without one fails tests/py/config/test_ranges.py.
     """
 
