@@ -11,6 +11,7 @@ import time
 from typing import Iterator
 
 from .config.load import load_config
+from .config.ranges import check_ranges
 from .errors import InputError
 from .pipeline import (Conversation, GenerationResult, LoadedPipeline, OnePass, RunResult,
                        SpeechDetector, StreamEvent, TextGeneration, Transcription,
@@ -41,6 +42,7 @@ class Pipeline:
                  phonemizer_loader=None):
         self.loaded = LoadedPipeline(config, backend, providers, text, text_loader, variant,
                                      phonemizer_loader)
+        check_ranges(config.spec, config.file)   # after the stages' own checks, whose messages say more
         self.generation = TextGeneration(self.loaded)
         self.conversation = Conversation(self.generation)
         self.one_pass = OnePass(self.loaded)

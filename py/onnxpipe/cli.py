@@ -369,6 +369,7 @@ def cmd_convert(a) -> int:
     import os
 
     from .config import resolve_document, transformers_js
+    from .config.ranges import check_ranges
     from .config.validate import validate_spec
     from .errors import BundleError
 
@@ -384,7 +385,9 @@ def cmd_convert(a) -> int:
     document = transformers_js.translate(folder, a.dtype)
     config_file = os.path.join(folder, transformers_js.CONFIG_FILE)
     # the checks a load makes, before anything is written
-    validate_spec(resolve_document(document, config_file), config_file, folder)
+    spec = resolve_document(document, config_file)
+    validate_spec(spec, config_file, folder)
+    check_ranges(spec, config_file)
     text = json.dumps(document, indent=2) + "\n"
     if out == "-":
         print(text, end="")

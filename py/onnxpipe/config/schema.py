@@ -22,14 +22,61 @@ SPECULATIVE_METHODS = ("prompt_lookup",)   # search/speculative.py's DRAFTERS
 DTYPES = ("float32", "float16", "int64", "int32", "int8", "uint8", "bool")
 
 
+@dataclass(frozen=True)
+class Range:
+    """The values a numeric key may take, in ``unit``: low..high, ends included unless open.
+
+    ``elements`` bounds a shape's product (the tensor it allocates). config/ranges.py enforces
+    every declared range at load; a numeric field without one fails tests/py/config/test_ranges.py.
+    """
+
+    low: float
+    high: float
+    unit: str
+    open_low: bool = False
+    open_high: bool = False
+    elements: int | None = None
+
+    def holds(self, value: float) -> bool:
+        if value != value:   # NaN
+            return False
+        above = value > self.low if self.open_low else value >= self.low
+        below = value < self.high if self.open_high else value <= self.high
+        return above and below
+
+    def span(self) -> str:
+        if not (self.open_low or self.open_high):
+            return f"{_num(self.low)}..{_num(self.high)}"
+        return (f"{'(' if self.open_low else '['}{_num(self.low)}, "
+                f"{_num(self.high)}{')' if self.open_high else ']'}")
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else repr(x)
+
+
 def spec(default: Any = None, doc: str = "", *, choices: tuple = (), aliases: dict | None = None,
-         one_or_many: bool = False, required: bool = False, factory: Any = None):
-    """A dataclass field with the metadata the generic parser reads."""
+         one_or_many: bool = False, required: bool = False, factory: Any = None,
+         range: Range | None = None, numbers: str = ""):
+    """A dataclass field with the metadata the generic parser reads. ``range``: the values every
+    number in it may take (config/ranges.py checks them at load); ``numbers``: for a free-form
+    field with no declared range, what checks the numbers it may hold."""
     meta = {"doc": doc, "choices": choices, "aliases": aliases or {},
-            "one_or_many": one_or_many, "required": required}
+            "one_or_many": one_or_many, "required": required, "range": range, "numbers": numbers}
     if factory is not None:
         return field(default_factory=factory, metadata=meta)
     return field(default=default, metadata=meta)
+
+
+# ranges several keys share
+MAX_TOKENS = 2 ** 24                       # context lengths: onnxruntime-genai's largest are ~10M
+TOKEN_ID = Range(0, 2 ** 31 - 1, "a token id")
+TOKENS = Range(0, MAX_TOKENS, "tokens")
+SAMPLE_RATE = Range(1, 384_000, "samples per second")
+SEED = Range(-1, 2 ** 63 - 1, "a seed; -1 picks one")
+MAX_ELEMENTS = 2 ** 24                     # values of one tensor a shape declares (64 MiB of float32)
+SHAPE = Range(1, MAX_ELEMENTS, "a dimension size", elements=MAX_ELEMENTS)
+CONTROL_VALUE = Range(-(2 ** 53), 2 ** 53, "a value JavaScript holds exactly")
 
 
 # ---- pipeline.sessions -------------------------------------------------------------------
@@ -37,9 +84,11 @@ def spec(default: Any = None, doc: str = "", *, choices: tuple = (), aliases: di
 
 @dataclass(frozen=True)
 class SessionSpec:
-    file: Any = spec(None, "ONNX file, or a map execution provider -> file variant", required=True)
+    file: Any = spec(None, "ONNX file, or a map execution provider -> file variant", required=True,
+                     numbers="none: file names (config/validate.py refuses others)")
     execution_provider: tuple[str, ...] = spec((), "provider, or ordered fallback list", one_or_many=True)
-    session_options: dict[str, Any] = spec(doc="engine session options", factory=dict)
+    session_options: dict[str, Any] = spec(doc="engine session options", factory=dict,
+                                           numbers="the backend's session_options (onnxruntime's types)")
     optional: bool = spec(False, "a missing optional session and its flow steps are skipped")
     external_data: tuple[str, ...] | dict[str, tuple[str, ...]] = spec(
         (), "data files the .onnx refers to, or a map execution provider -> those of its variant",
@@ -69,7 +118,8 @@ def _variant(value, provider: str | None):
 @dataclass(frozen=True)
 class DynamicShape:
     source: str = spec(None, "tensor giving per-item sizes", required=True)
-    apply_to_dims: tuple[int, ...] = spec((), "dims of loop_over sliced by source")
+    apply_to_dims: tuple[int, ...] = spec((), "dims of loop_over sliced by source",
+                                          range=Range(0, 63, "a dimension index"))
 
 
 @dataclass(frozen=True)
@@ -90,7 +140,7 @@ class FlowStep:
     loop: str = spec("batched", "how inputs are passed", choices=LOOP_MODES)
     loop_over: str | None = spec(None, "input iterated by per_image")
     dynamic_shape: DynamicShape | None = spec(None, "per-item slicing for per_image")
-    repeat: int = spec(1, "inner loop count within the phase")
+    repeat: int = spec(1, "inner loop count within the phase", range=Range(1, 1024, "runs"))
     counter: str | None = spec(None, "input that receives the repeat index")
     optional: bool = spec(False, "skip when its session is missing")
     cross_attention_from: str | None = spec(None, "encoder session whose outputs are frozen")
@@ -117,10 +167,11 @@ class SlidingWindow:
     """
 
     window_size: int = spec(None, "the attention window (the layers' local_window_size), > 0",
-                            required=True)
-    layers: tuple[int, ...] = spec((), "layers with a bounded cache (empty: every KV layer)")
+                            required=True, range=Range(1, MAX_TOKENS, "positions"))
+    layers: tuple[int, ...] = spec((), "layers with a bounded cache (empty: every KV layer)",
+                                   range=Range(0, 4095, "a layer index"))
     cache_slack: int = spec(0, "positions kept beyond the window (0: the provider's default, "
-                               "16 on cpu/wasm, 0 on cuda)")
+                               "16 on cpu/wasm, 0 on cuda)", range=Range(0, 65_536, "positions"))
 
 
 @dataclass(frozen=True)
@@ -133,8 +184,10 @@ class KVCacheSpec:
     past_pattern: str | None = spec(None, "combined past input name with {layer}")
     present_pattern: str | None = spec(None, "combined present output name with {layer}")
     sliding_window: SlidingWindow | None = spec(None, "bounded cache for some layers")
-    num_heads: int | None = spec(None, "KV heads, where the session leaves that dim symbolic")
-    head_size: int | None = spec(None, "head size, where the session leaves that dim symbolic")
+    num_heads: int | None = spec(None, "KV heads, where the session leaves that dim symbolic",
+                                 range=Range(1, 1024, "heads"))
+    head_size: int | None = spec(None, "head size, where the session leaves that dim symbolic",
+                                 range=Range(1, 16_384, "values per head"))
 
 
 @dataclass(frozen=True)
@@ -144,7 +197,8 @@ class PositionIdsSpec:
     grid_source: str | None = spec(None, "mrope_3d: session.output giving the image grids [n, 3]; "
                                          "default: the grids preprocessing.image made")
     spatial_merge_size: int | None = spec(None, "mrope_3d: grid cells merged into one token along "
-                                                "h and w; default: preprocessing.image's merge_size")
+                                                "h and w; default: preprocessing.image's merge_size",
+                                                range=Range(1, 64, "grid cells"))
 
 
 @dataclass(frozen=True)
@@ -167,7 +221,7 @@ class CrossCacheSpec:
 class RecurrentSpec:
     input: str = spec(None, "state input name", required=True)
     output: str = spec(None, "state output name fed back next step", required=True)
-    shape: tuple[int, ...] = spec((), "initial state shape", required=True)
+    shape: tuple[int, ...] = spec((), "initial state shape", required=True, range=SHAPE)
     dtype: str = spec("float32", "element type", choices=DTYPES)
 
 
@@ -187,8 +241,9 @@ class StateSpec:
 
 @dataclass(frozen=True)
 class AudioOutput:
-    sample_rate: int = spec(None, "samples per second of the waveform", required=True)
-    sentence_silence: float = spec(0.2, "seconds of silence put between sentences")
+    sample_rate: int = spec(None, "samples per second of the waveform", required=True, range=SAMPLE_RATE)
+    sentence_silence: float = spec(0.2, "seconds of silence put between sentences",
+                                   range=Range(0, 10, "seconds"))
     peak_normalize: bool = spec(False, "scale each sentence so its peak is 1.0")
 
 
@@ -210,7 +265,8 @@ class ImageOutput:
     """The output is an image: values -> 8-bit pixels (diffusion/image.py)."""
 
     value_range: tuple[float, ...] = spec((-1.0, 1.0), "[low, high] mapped to 0 and 255, clamped "
-                                                        "([-1, 1]: a VAE decoder's output)")
+                                                        "([-1, 1]: a VAE decoder's output)",
+                                         range=Range(-1e6, 1e6, "an output value"))
     layout: str = spec("NCHW", "dims of the tensor: batch, channels (1, 3 or 4), height, width",
                        choices=("NCHW", "NHWC"))
 
@@ -228,15 +284,16 @@ class OutputRef:
 @dataclass(frozen=True)
 class InputSpec:
     dtype: str = spec("float32", "element type", choices=DTYPES)
-    shape: tuple[int, ...] = spec((), "tensor shape ([] for a scalar)")
-    default: Any = spec(None, "value used when the caller gives none (a number or a flat list)")
-    min: float | None = spec(None, "smallest value a caller may give")
-    max: float | None = spec(None, "largest value a caller may give")
+    shape: tuple[int, ...] = spec((), "tensor shape ([] for a scalar)", range=SHAPE)
+    default: Any = spec(None, "value used when the caller gives none (a number or a flat list)",
+                        range=CONTROL_VALUE)
+    min: float | None = spec(None, "smallest value a caller may give", range=CONTROL_VALUE)
+    max: float | None = spec(None, "largest value a caller may give", range=CONTROL_VALUE)
     doc: str = spec("", "what it controls (shown in the UI)")
     pack: tuple[str, ...] = spec((), "a 1-D tensor made of these other inputs' values, in order")
     options: dict[str, Any] = spec(doc="a choice control: option name -> the value the flow gets "
                                        "(a number or a flat list; default is then an option name)",
-                                   factory=dict)
+                                   factory=dict, range=CONTROL_VALUE)
 
 
 @dataclass(frozen=True)
@@ -262,39 +319,44 @@ class Pipeline:
 
 @dataclass(frozen=True)
 class Tokens:
-    eos: tuple[int, ...] = spec((), "end-of-sequence ids", one_or_many=True)
-    pad: int | None = spec(None, "padding id")
-    bos: int | None = spec(None, "beginning-of-sequence id")
-    decoder_start: int | None = spec(None, "first decoder id (encoder-decoder)")
+    eos: tuple[int, ...] = spec((), "end-of-sequence ids", one_or_many=True, range=TOKEN_ID)
+    pad: int | None = spec(None, "padding id", range=TOKEN_ID)
+    bos: int | None = spec(None, "beginning-of-sequence id", range=TOKEN_ID)
+    decoder_start: int | None = spec(None, "first decoder id (encoder-decoder)", range=TOKEN_ID)
     decoder_prefix: tuple[int, ...] = spec((), "ids every token loop starts from when the caller gives "
-                                               "none (e.g. start, language, task)", one_or_many=True)
-    extra: dict[str, Any] = spec(doc="model-specific ids (image_token, ...)", factory=dict)
+                                               "none (e.g. start, language, task)", one_or_many=True,
+                                           range=TOKEN_ID)
+    extra: dict[str, Any] = spec(doc="model-specific ids (image_token, ...)", factory=dict, range=TOKEN_ID)
 
 
 @dataclass(frozen=True)
 class Sampling:
     do_sample: bool = spec(False, "sample instead of greedy")
-    temperature: float = spec(1.0, "logit divisor")
-    top_k: int = spec(50, "keep the k best (0: all)")
-    top_p: float = spec(1.0, "nucleus mass")
-    min_p: float = spec(0.0, "drop tokens below min_p * best probability")
-    repetition_penalty: float = spec(1.0, "penalty on already seen ids")
+    temperature: float = spec(1.0, "logit divisor", range=Range(0, 1000, "a logit divisor", open_low=True))
+    top_k: int = spec(50, "keep the k best (0: all)", range=Range(0, 2 ** 31 - 1, "tokens"))
+    top_p: float = spec(1.0, "nucleus mass", range=Range(0, 1, "a probability mass", open_low=True))
+    min_p: float = spec(0.0, "drop tokens below min_p * best probability",
+                        range=Range(0, 1, "a fraction of the best probability", open_high=True))
+    repetition_penalty: float = spec(1.0, "penalty on already seen ids",
+                                     range=Range(0, 1000, "a logit divisor", open_low=True))
     num_beams: int = spec(1, "beam width: > 1 runs beam search (search/beam.py), the decoder "
-                             "batched over the beams")
+                             "batched over the beams", range=Range(1, 64, "beams"))
     no_repeat_ngram_size: int = spec(0, "n > 0: no n-gram of the ids so far (prompt included) "
-                                        "is generated twice")
+                                        "is generated twice", range=TOKENS)
     length_penalty: float = spec(1.0, "beam search: a finished beam's score is its summed "
-                                      "log-probability / (new tokens ** length_penalty)")
+                                      "log-probability / (new tokens ** length_penalty)",
+                                 range=Range(-10, 10, "an exponent of the length"))
     early_stopping: bool | str = spec(False, 'beam search: true stops once num_beams beams have '
                                              'finished; false stops when no running beam can beat '
                                              'them by a heuristic; "never" when none can at all')
-    num_return_sequences: int = spec(1, "beam search: the best finished beams returned (1..num_beams)")
-    random_seed: int = spec(-1, "seed; -1 picks one")
+    num_return_sequences: int = spec(1, "beam search: the best finished beams returned (1..num_beams)",
+                                     range=Range(1, 64, "beams"))
+    random_seed: int = spec(-1, "seed; -1 picks one", range=SEED)
 
 
 @dataclass(frozen=True)
 class Stop:
-    token_ids: tuple[int, ...] = spec((), "extra ids that end generation", one_or_many=True)
+    token_ids: tuple[int, ...] = spec((), "extra ids that end generation", one_or_many=True, range=TOKEN_ID)
     strings: tuple[str, ...] = spec((), "texts that end generation", one_or_many=True)
 
 
@@ -305,10 +367,11 @@ class Streaming:
 
     input: str = spec(None, "pipeline input that takes each chunk, shape [1, context + chunk_size]",
                       required=True)
-    chunk_size: int = spec(None, "samples per chunk", required=True)
-    context: int = spec(0, "samples before each chunk put in front of it (zeros at the start)")
+    chunk_size: int = spec(None, "samples per chunk", required=True, range=Range(1, 2 ** 20, "samples"))
+    context: int = spec(0, "samples before each chunk put in front of it (zeros at the start)",
+                        range=Range(0, 2 ** 20, "samples"))
     sample_rate: int = spec(None, "samples per second the input must have (the time base)",
-                            required=True)
+                            required=True, range=SAMPLE_RATE)
     sample_rate_input: str | None = spec(None, "pipeline input given sample_rate as a scalar")
 
 
@@ -316,9 +379,9 @@ class Streaming:
 class SuppressTokens:
     """Ids the sampler graph never picks (their logits set to -inf before the choice)."""
 
-    always: tuple[int, ...] = spec((), "never generated", one_or_many=True)
+    always: tuple[int, ...] = spec((), "never generated", one_or_many=True, range=TOKEN_ID)
     at_start: tuple[int, ...] = spec((), "not generated as the first new token of a call",
-                                     one_or_many=True)
+                                     one_or_many=True, range=TOKEN_ID)
 
 
 @dataclass(frozen=True)
@@ -326,8 +389,9 @@ class Speculative:
     """Draft tokens verified several at a time in one decoder pass (search/speculative.py)."""
 
     method: str = spec(None, "where drafts come from", choices=SPECULATIVE_METHODS, required=True)
-    max_draft: int = spec(4, "most draft tokens verified per pass (1..32)")
-    ngram: int = spec(3, "longest n-gram looked up in the ids so far (then shorter ones, down to 1)")
+    max_draft: int = spec(4, "most draft tokens verified per pass (1..32)", range=Range(1, 32, "tokens"))
+    ngram: int = spec(3, "longest n-gram looked up in the ids so far (then shorter ones, down to 1)",
+                      range=Range(1, 1024, "tokens"))
 
 
 @dataclass(frozen=True)
@@ -342,34 +406,39 @@ class Denoising:
                                      "input's dtype; a scalar or one per batch row)", required=True)
     output: str = spec(None, "pipeline output read each step: the denoiser's prediction (noise, "
                              "v or x0, per the scheduler's prediction_type)", required=True)
-    latent_shape: tuple[int, ...] = spec((), "the latents' shape, e.g. [1, 4, 64, 64]", required=True)
+    latent_shape: tuple[int, ...] = spec((), "the latents' shape, e.g. [1, 4, 64, 64]", required=True,
+                                         range=SHAPE)
     final_input: str | None = spec(None, "pipeline input the final phase gets the denoised latents "
                                          "as (required when there is a final phase)")
     latent_scale: float = spec(1.0, "the denoised latents are divided by this before the final phase "
-                                    "(a VAE's scaling_factor, e.g. 0.18215)")
-    seed: int = spec(-1, "seed of the initial noise (diffusion/noise.py); -1 picks one")
+                                    "(a VAE's scaling_factor, e.g. 0.18215)",
+                               range=Range(-1000, 1000, "a divisor of the latents"))
+    seed: int = spec(-1, "seed of the initial noise (diffusion/noise.py); -1 picks one", range=SEED)
     scheduler_config: Any = spec(None, "scheduler settings as diffusers' scheduler_config.json: an "
-                                       "object, or the name of such a file in the bundle")
+                                       "object, or the name of such a file in the bundle",
+                                 numbers="diffusion/settings.py's key tables (each key's kind and range)")
 
 
 @dataclass(frozen=True)
 class Generation:
     loop: str = spec("autoregressive", "loop strategy", choices=GENERATION_LOOPS)
     streaming: Streaming | None = spec(None, "chunked input of the streaming loop")
-    max_length: int = spec(2048, "prompt + new tokens")
+    max_length: int = spec(2048, "prompt + new tokens", range=Range(1, MAX_TOKENS, "tokens"))
     min_length: int = spec(0, "the end ids are masked in the sampler until the ids (prompt "
-                              "included) are this long")
-    min_new_tokens: int = spec(0, "the end ids are masked in the sampler until this many new tokens")
+                              "included) are this long", range=TOKENS)
+    min_new_tokens: int = spec(0, "the end ids are masked in the sampler until this many new tokens",
+                               range=TOKENS)
     sampling: Sampling = spec(doc="search defaults", factory=Sampling)
     stop: Stop = spec(doc="stopping criteria", factory=Stop)
     suppress_tokens: SuppressTokens | None = spec(None, "ids masked out in the sampler graph")
     speculative: Speculative | None = spec(None, "speculative decoding (a search default; per call too)")
     denoising: Denoising | None = spec(None, "the denoising loop's inputs, output and latents")
-    num_steps: int = spec(0, "denoising steps (denoising loop; >= 1 there)")
+    num_steps: int = spec(0, "denoising steps (denoising loop; >= 1 there)", range=Range(0, 10_000, "steps"))
     scheduler: str | None = spec(None, "denoising scheduler (else the one scheduler_config's "
                                        "_class_name names)", choices=SCHEDULERS)
     guidance_scale: float = spec(1.0, "classifier-free guidance scale; > 1 runs the denoiser on "
-                                      "[unconditional, conditional]")
+                                      "[unconditional, conditional]",
+                                 range=Range(0, 1000, "a guidance scale"))
 
 
 @dataclass(frozen=True)
@@ -393,15 +462,16 @@ class PhonemesPreprocessing:
     id_map: str = spec(None, "JSON file (with #key for a member) mapping phonemes to ids "
                              "(a list of ids or one id each)", required=True)
     data: str | None = spec(None, "phonemizer data folder in the bundle (native runs)")
-    bos: str | tuple[int, ...] | None = spec("^", "symbol put first, or its ids ([0])")
-    eos: str | tuple[int, ...] | None = spec("$", "symbol put last, or its ids")
-    pad: str | tuple[int, ...] | None = spec("_", "symbol put after every phoneme, or its ids (null: none)")
+    bos: str | tuple[int, ...] | None = spec("^", "symbol put first, or its ids ([0])", range=TOKEN_ID)
+    eos: str | tuple[int, ...] | None = spec("$", "symbol put last, or its ids", range=TOKEN_ID)
+    pad: str | tuple[int, ...] | None = spec("_", "symbol put after every phoneme, or its ids (null: none)",
+                                             range=TOKEN_ID)
     clause_punctuation: str = spec(",;:", "kept, followed by a space")
     sentence_punctuation: str = spec(".!?", "kept; ends a sentence")
     normalize: str = spec("NFD", "Unicode normalization of the phonemes", choices=UNICODE_FORMS)
     unknown: str = spec("drop", "phonemes missing from the map", choices=("drop", "error"))
     max_ids: int = spec(0, "most ids one run takes (0: no limit); longer sentences are cut between "
-                           "clauses, a longer clause is an input error")
+                           "clauses, a longer clause is an input error", range=Range(0, 2 ** 20, "ids"))
 
 
 @dataclass(frozen=True)
@@ -409,16 +479,16 @@ class AudioPreprocessing:
     """A waveform pipeline input: the caller's samples are resampled to ``sample_rate`` and
     given in windows of at most ``window_seconds`` (pipeline/transcription.py)."""
 
-    sample_rate: int = spec(None, "samples per second the pipeline takes", required=True)
+    sample_rate: int = spec(None, "samples per second the pipeline takes", required=True, range=SAMPLE_RATE)
     input: str = spec(None, "pipeline input that takes the waveform, float32 [1, samples]",
                       required=True)
     window_seconds: float = spec(30.0, "longest audio one pass takes; longer audio is cut into "
-                                       "windows at quiet points")
+                                       "windows at quiet points", range=Range(0, 3600, "seconds", open_low=True))
 
 
 @dataclass(frozen=True)
 class ExpectedTensor:
-    rank: int | None = spec(None, "rank of the session input it feeds")
+    rank: int | None = spec(None, "rank of the session input it feeds", range=Range(0, 64, "dimensions"))
     dtype: str | None = spec(None, "element type of that input", choices=DTYPES)
 
 
@@ -451,9 +521,10 @@ class Preprocessing:
 class PipelineSpec:
     """The resolved pipeline.json: what every other stage sees."""
 
-    version: int = spec(2, "schema version", required=True)
+    version: int = spec(2, "schema version", required=True, range=Range(2, 2, "the schema version"))
     pipeline: Pipeline = spec(doc="sessions, flow, dataflow, state", factory=Pipeline)
     tokens: Tokens = spec(doc="special token ids", factory=Tokens)
     generation: Generation = spec(doc="loop and search", factory=Generation)
     preprocessing: Preprocessing = spec(doc="input processing", factory=Preprocessing)
-    metadata: dict[str, Any] = spec(doc="free-form, never used for dispatch", factory=dict)
+    metadata: dict[str, Any] = spec(doc="free-form, never used for dispatch", factory=dict,
+                                    numbers="none: never read by the runtime")

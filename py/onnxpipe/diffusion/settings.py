@@ -8,6 +8,7 @@ path, instead of being ignored). ``_class_name`` must name the scheduler's diffu
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,20 +24,25 @@ class Key:
     supported: tuple = ()           # the only values that work here (empty: any of its kind)
     nullable: bool = False
     least: float | None = None      # smallest value allowed
+    most: float | None = None       # largest value allowed (a size a schedule allocates is bounded)
 
 
 def _kind_ok(value: Any, kind: str) -> bool:
-    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    number = isinstance(value, (int, float)) and not isinstance(value, bool) and _finite(value)
     return {"int": isinstance(value, int) and not isinstance(value, bool),
             "number": number,
             "bool": isinstance(value, bool),
             "string": isinstance(value, str),
             "numbers": isinstance(value, list) and all(isinstance(v, (int, float)) and not isinstance(v, bool)
-                                                        for v in value)}[kind]
+                                                        and _finite(v) for v in value)}[kind]
 
 
-_KIND_TEXT = {"int": "an integer", "number": "a number", "bool": "true or false", "string": "a string",
-              "numbers": "a list of numbers"}
+def _finite(value: float) -> bool:
+    return not isinstance(value, float) or math.isfinite(value)   # an int is finite, however large
+
+
+_KIND_TEXT = {"int": "an integer", "number": "a finite number", "bool": "true or false", "string": "a string",
+              "numbers": "a list of finite numbers"}
 
 
 def resolve(table: dict[str, Key], given: dict, scheduler: str, diffusers_class: str,
@@ -68,6 +74,8 @@ def resolve(table: dict[str, Key], given: dict, scheduler: str, diffusers_class:
                               f"supported: {', '.join(repr(v) for v in key.supported)}", file=file, path=where)
         if key.least is not None and value < key.least:
             raise ConfigError(f"expected {name} >= {key.least}, found {value}", file=file, path=where)
+        if key.most is not None and value > key.most:
+            raise ConfigError(f"expected {name} <= {key.most}, found {value}", file=file, path=where)
         out[name] = value
     if out.get("trained_betas") is not None and len(out["trained_betas"]) != out["num_train_timesteps"]:
         raise ConfigError(f"trained_betas has {len(out['trained_betas'])} values; num_train_timesteps is "
@@ -77,12 +85,12 @@ def resolve(table: dict[str, Key], given: dict, scheduler: str, diffusers_class:
 
 # keys both schedulers take, with diffusers' defaults
 COMMON: dict[str, Key] = {
-    "num_train_timesteps": Key(1000, "int", least=2),
-    "beta_start": Key(0.0001, "number", least=0),
-    "beta_end": Key(0.02, "number", least=0),
+    "num_train_timesteps": Key(1000, "int", least=2, most=100_000),   # the schedule is a list this long
+    "beta_start": Key(0.0001, "number", least=0, most=1),
+    "beta_end": Key(0.02, "number", least=0, most=1),
     "beta_schedule": Key("linear", "string", ("linear", "scaled_linear", "squaredcos_cap_v2")),
     "trained_betas": Key(None, "numbers", nullable=True),
     "prediction_type": Key("epsilon", "string", ("epsilon", "v_prediction", "sample")),
-    "steps_offset": Key(0, "int", least=0),
+    "steps_offset": Key(0, "int", least=0, most=100_000),
     "rescale_betas_zero_snr": Key(False, "bool", (False,)),
 }

@@ -12,19 +12,21 @@ from dataclasses import dataclass
 
 from ..config.load import read_json
 from ..config.parse import parse_spec
-from ..config.schema import spec
+from ..config.ranges import check_ranges
+from ..config.schema import Range, spec
 from ..errors import ConfigError
 
 PROCESSOR_TYPES = ("Qwen2VLImageProcessor", "Qwen2VLImageProcessorFast", "Qwen2VLImageProcessorPil")
 BICUBIC = 3   # PIL's code for the bicubic filter, the only one implemented
+PIXELS = Range(1, 2 ** 26, "pixels")   # an image resized to the budget is allocated whole
 
 
 @dataclass(frozen=True)
 class PixelBudget:
-    shortest_edge: int | None = spec(None, "fewest pixels (min_pixels)")
-    longest_edge: int | None = spec(None, "most pixels (max_pixels)")
-    min_pixels: int | None = spec(None, "fewest pixels (older spelling)")
-    max_pixels: int | None = spec(None, "most pixels (older spelling)")
+    shortest_edge: int | None = spec(None, "fewest pixels (min_pixels)", range=PIXELS)
+    longest_edge: int | None = spec(None, "most pixels (max_pixels)", range=PIXELS)
+    min_pixels: int | None = spec(None, "fewest pixels (older spelling)", range=PIXELS)
+    max_pixels: int | None = spec(None, "most pixels (older spelling)", range=PIXELS)
 
 
 @dataclass(frozen=True)
@@ -32,19 +34,23 @@ class ImageProcessorConfig:
     image_processor_type: str = spec("Qwen2VLImageProcessor", "processor rules", choices=PROCESSOR_TYPES)
     processor_class: str | None = spec(None, "transformers' processor name (not used)")
     do_resize: bool = spec(True, "smart_resize to multiples of patch_size * merge_size")
-    resample: int = spec(BICUBIC, "resize filter (PIL code; 3 = bicubic, the only one implemented)")
+    resample: int = spec(BICUBIC, "resize filter (PIL code; 3 = bicubic, the only one implemented)",
+                         range=Range(0, 5, "a PIL filter code"))
     size: PixelBudget | None = spec(None, "pixel budget")
-    min_pixels: int | None = spec(None, "fewest pixels after resizing")
-    max_pixels: int | None = spec(None, "most pixels after resizing")
+    min_pixels: int | None = spec(None, "fewest pixels after resizing", range=PIXELS)
+    max_pixels: int | None = spec(None, "most pixels after resizing", range=PIXELS)
     do_rescale: bool = spec(True, "multiply by rescale_factor")
-    rescale_factor: float = spec(1 / 255, "pixel scale")
+    rescale_factor: float = spec(1 / 255, "pixel scale", range=Range(0, 1000, "a scale", open_low=True))
     do_normalize: bool = spec(True, "(x - image_mean) / image_std per channel")
-    image_mean: tuple[float, ...] = spec((0.48145466, 0.4578275, 0.40821073), "channel means")
-    image_std: tuple[float, ...] = spec((0.26862954, 0.26130258, 0.27577711), "channel deviations")
+    image_mean: tuple[float, ...] = spec((0.48145466, 0.4578275, 0.40821073), "channel means",
+                                         range=Range(-1000, 1000, "a channel value"))
+    image_std: tuple[float, ...] = spec((0.26862954, 0.26130258, 0.27577711), "channel deviations",
+                                        range=Range(-1000, 1000, "a channel value"))
     do_convert_rgb: bool = spec(True, "images are RGB (callers hand over RGB bytes)")
-    patch_size: int = spec(14, "vision patch side, pixels")
-    temporal_patch_size: int = spec(2, "frames per patch (a still image is repeated)")
-    merge_size: int = spec(2, "patches merged per token along each axis")
+    patch_size: int = spec(14, "vision patch side, pixels", range=Range(1, 1024, "pixels"))
+    temporal_patch_size: int = spec(2, "frames per patch (a still image is repeated)",
+                                    range=Range(1, 16, "frames"))
+    merge_size: int = spec(2, "patches merged per token along each axis", range=Range(1, 64, "patches"))
 
     @property
     def factor(self) -> int:
@@ -68,6 +74,7 @@ def load_processor_config(bundle_dir: str, ref: str, where: str) -> tuple[ImageP
         raise ConfigError(f'image processor config "{ref}" does not exist in {bundle_dir}', path=where)
     config = parse_spec(ImageProcessorConfig, read_json(path), path)
     _check(config, path)
+    check_ranges(config, path)
     return config, path
 
 

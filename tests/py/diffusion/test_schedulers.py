@@ -116,6 +116,9 @@ def test_diffusers_scheduler_config_files_load_as_shipped():
     ("ddim", {"thresholding": True}, "thresholding", "not supported"),
     ("ddim", {"prediction_type": "flow"}, "prediction_type", "supported: 'epsilon'"),
     ("ddim", {"num_train_timesteps": "1000"}, "num_train_timesteps", "expected an integer"),
+    # the schedule is a list num_train_timesteps long: bounded before it is made
+    ("ddim", {"num_train_timesteps": 10 ** 9}, "num_train_timesteps", "expected num_train_timesteps <= 100000"),
+    ("euler_discrete", {"beta_end": float("nan")}, "beta_end", "expected a finite number"),
     ("ddim", {"_class_name": "EulerDiscreteScheduler"}, "_class_name", 'the scheduler is "ddim"'),
     ("euler_discrete", {"trained_betas": [0.1, 0.2]}, "trained_betas", "num_train_timesteps is 1000"),
     ("lms", {}, "$.generation.scheduler", "euler_discrete, ddim"),

@@ -126,6 +126,12 @@ def bundle_and_mutation():
 @example(case("piper-en-us-joe", (("pipeline", "inputs", "noise_scale", "default"), [0.667])))
 # a voice espeak-ng refuses: an EngineError that named neither the file nor the JSON path
 @example(case("kokoro-82m", (("preprocessing", "phonemes", "voice"), ".native/espeak-ng-data")))
+# Piper's output audio settings out of their declared range (config/ranges.py): OverflowError,
+# MemoryError and "negative count" making the silence between sentences, ZeroDivisionError
+@example(case("piper-en-us-joe", (("pipeline", "output", "audio", "sentence_silence"), 9007199254740993)))
+@example(case("piper-en-us-joe", (("pipeline", "output", "audio", "sentence_silence"), 68444)))
+@example(case("piper-en-us-joe", (("pipeline", "output", "audio", "sentence_silence"), -1)))
+@example(case("piper-en-us-joe", (("pipeline", "output", "audio", "sample_rate"), 0)))
 @cases(CASES_PER_BUNDLE * len(BUNDLES))
 @given(bundle_and_mutation())
 def test_mutated_config_fails_cleanly(tmp_root, drawn):
