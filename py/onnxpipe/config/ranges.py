@@ -58,7 +58,7 @@ def _shown(value: float) -> str:
     return repr(value)
 
 
-def check_ranges(value: Any, file: str, path: str = "$") -> None:
+def check_ranges(value: Any, file: str | None, path: str = "$") -> None:
     """Raise ConfigError for the first number in dataclass tree ``value`` outside its declared range."""
     hints = _hints(type(value))
     for f in dataclasses.fields(value):

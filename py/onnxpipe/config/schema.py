@@ -332,7 +332,8 @@ class Tokens:
 @dataclass(frozen=True)
 class Sampling:
     do_sample: bool = spec(False, "sample instead of greedy")
-    temperature: float = spec(1.0, "logit divisor", range=Range(0, 1000, "a logit divisor", open_low=True))
+    temperature: float = spec(1.0, "logit divisor; 0 means greedy (as a call's temperature 0)",
+                               range=Range(0, 1000, "a logit divisor; 0 means greedy"))
     top_k: int = spec(50, "keep the k best (0: all)", range=Range(0, 2 ** 31 - 1, "tokens"))
     top_p: float = spec(1.0, "nucleus mass", range=Range(0, 1, "a probability mass", open_low=True))
     min_p: float = spec(0.0, "drop tokens below min_p * best probability",

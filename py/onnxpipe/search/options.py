@@ -8,7 +8,7 @@ import os
 from dataclasses import dataclass
 
 from ..config.registry import register_check
-from ..config.schema import Generation, Speculative
+from ..config.schema import Generation, Range, Sampling, Speculative
 from ..errors import ConfigError, InputError, choices_text, nearest
 from .speculative import from_call
 
@@ -48,11 +48,23 @@ class SearchOptions:
 
 FIELDS = {f.name: f for f in dataclasses.fields(SearchOptions)}
 
+# the range pipeline.json declares for each option's default: a call's override stays inside it
+RANGES: dict[str, Range] = {f.name: f.metadata["range"] for cls in (Sampling, Generation)
+                            for f in dataclasses.fields(cls)
+                            if f.name in FIELDS and f.metadata.get("range") is not None}
+
+
+def _greedy_if_zero(opts: SearchOptions) -> SearchOptions:
+    """Temperature 0 is the common spelling of "greedy", in pipeline.json and in a call."""
+    if opts.temperature == 0:
+        return dataclasses.replace(opts, do_sample=False, temperature=1.0)
+    return opts
+
 
 def defaults_from(generation: Generation) -> SearchOptions:
     s = generation.sampling
     suppress = generation.suppress_tokens
-    return SearchOptions(
+    return _greedy_if_zero(SearchOptions(
         do_sample=s.do_sample, temperature=s.temperature, top_k=s.top_k, top_p=s.top_p,
         min_p=s.min_p, repetition_penalty=s.repetition_penalty, random_seed=s.random_seed,
         num_beams=s.num_beams, no_repeat_ngram_size=s.no_repeat_ngram_size,
@@ -63,7 +75,7 @@ def defaults_from(generation: Generation) -> SearchOptions:
         stop_strings=generation.stop.strings, stop_token_ids=generation.stop.token_ids,
         suppress_tokens=suppress.always if suppress else (),
         suppress_tokens_at_start=suppress.at_start if suppress else (),
-        speculative=generation.speculative)
+        speculative=generation.speculative))
 
 
 def _type_ok(name: str, value) -> bool:
@@ -108,10 +120,13 @@ def resolve(base: SearchOptions, overrides: dict) -> SearchOptions:
         if not _type_ok(name, value):
             raise InputError(f'search option "{raw_name}": expected {FIELDS[name].type}, found {value!r}')
         changes[name] = float(value) if FIELDS[name].type == "float" else value
-    opts = dataclasses.replace(base, **changes)
-    if opts.temperature == 0:   # the common spelling of "greedy"
-        opts = dataclasses.replace(opts, do_sample=False, temperature=1.0)
+    opts = _greedy_if_zero(dataclasses.replace(base, **changes))
     _check(opts)
+    for name, value in changes.items():   # after _check, whose messages say more
+        declared = RANGES.get(name)
+        if declared is not None and isinstance(value, (int, float)) and not declared.holds(value):
+            raise InputError(f'search option "{name}": expected a number in {declared.span()} '
+                             f"({declared.unit}), found {value}")
     return opts
 
 

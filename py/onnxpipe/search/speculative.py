@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from ..config.parse import parse_spec
+from ..config.ranges import check_ranges
 from ..config.registry import register_check
 from ..config.schema import Speculative
 from ..errors import ConfigError, InputError
@@ -138,6 +139,10 @@ def from_call(value) -> Speculative | None:
                          f'"prompt_lookup", "max_draft": 4, "ngram": 3}} or null, found {value!r:.80}')
     for _, message in problems(settings):
         raise InputError(f'search option "speculative": {message}')
+    try:   # the ranges pipeline.json declares for the same keys
+        check_ranges(settings, None, "speculative")
+    except ConfigError as error:
+        raise InputError(f'search option "{error.path}": {error.detail}') from None
     return settings
 
 

@@ -69,7 +69,7 @@ def test_an_integer_out_of_range_names_the_path_the_range_and_the_unit():
 
 
 def test_an_open_end_is_written_as_an_interval():
-    _fails(_generation("sampling", {"temperature": 2000.0}), "$.generation.sampling.temperature",
+    _fails(_generation("sampling", {"repetition_penalty": 2000.0}), "$.generation.sampling.repetition_penalty",
            "expected a number in (0, 1000] (a logit divisor), found 2000")
 
 
