@@ -12,5 +12,6 @@ from . import diffusion, loops  # noqa: F401  (LOOPS, SCHEDULERS; streaming and 
 from .diffusion import image as image_output  # noqa: F401
 from .engine import controls  # noqa: F401
 from .image import checks as vision  # noqa: F401
-from .search import options, speculative  # noqa: F401
+from .phonemes import engines as phonemizers  # noqa: F401  (PHONEMIZERS)
+from .search import options, speculative  # noqa: F401  (DRAFTERS too)
 from .speech import segments  # noqa: F401

@@ -4,6 +4,9 @@
   The loop strategies (``loops/``) and the diffusion schedulers (``diffusion/``) register
   themselves under their ``name``; the schema's fields take the registries as their choices, so
   each name is written once, on its class.
+- ``DRAFTERS`` and ``PHONEMIZERS``: the names ``generation.speculative.method`` and
+  ``preprocessing.phonemes.engine`` accept, registered by ``search/speculative.py`` and
+  ``phonemes/engines.py`` with what each name makes.
 - Load-time checks: each stage (controls, streaming, denoising, speech segments, images, search
   options, speculative decoding, vision) registers the check of its own keys with
   ``register_check``; ``config/validate.py`` runs them, in ``order``, between its structural
@@ -64,6 +67,8 @@ class Registry(Mapping[str, T], Generic[T]):
 
 LOOPS: Registry[type] = Registry("generation.loop")            # filled by loops/__init__.py
 SCHEDULERS: Registry[type] = Registry("generation.scheduler")  # filled by diffusion/__init__.py
+DRAFTERS: Registry[Callable] = Registry("generation.speculative.method")   # search/speculative.py
+PHONEMIZERS: Registry[Callable] = Registry("preprocessing.phonemes.engine")  # phonemes/engines.py
 STAGE_CHECKS: Registry[StageCheck] = Registry("load-time check")
 _ORDER: dict[str, int] = {}     # stage check name -> its place
 
@@ -95,5 +100,5 @@ def run_stage_checks(spec, file: str, bundle_dir: str | None = None) -> None:
         check(spec, file, bundle_dir)
 
 
-__all__ = ["LOOPS", "SCHEDULERS", "STAGE_CHECKS", "Registry", "StageCheck", "register_check",
+__all__ = ["DRAFTERS", "LOOPS", "PHONEMIZERS", "SCHEDULERS", "STAGE_CHECKS", "Registry", "StageCheck", "register_check",
            "run_stage_checks", "stage_checks"]

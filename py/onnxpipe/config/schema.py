@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .registry import LOOPS, SCHEDULERS
+from .registry import DRAFTERS, LOOPS, PHONEMIZERS, SCHEDULERS
 
 FLOW_PHASES = ("init", "step", "final")
 PHASE_ALIASES = {"once": "init", "prompt": "init", "always": "step"}
@@ -18,7 +18,7 @@ LOOP_MODES = ("batched", "per_image")
 KV_FORMATS = ("auto", "separate", "combined", "shared_buffer")
 POSITION_STRATEGIES = ("auto", "default", "mrope_3d", "windowed")
 GENERATION_LOOPS = LOOPS   # names registered by loops/; SCHEDULERS: by diffusion/ (config/registry.py)
-SPECULATIVE_METHODS = ("prompt_lookup",)   # search/speculative.py's DRAFTERS
+SPECULATIVE_METHODS = DRAFTERS   # names registered by search/speculative.py (config/registry.py)
 DTYPES = ("float32", "float16", "int64", "int32", "int8", "uint8", "bool")
 
 
@@ -449,7 +449,6 @@ class TextPreprocessing:
     chat_template: str | None = spec(None, "chat template file")
 
 
-PHONEMIZERS = ("espeak-ng",)
 UNICODE_FORMS = ("NFD", "NFC", "none")
 
 

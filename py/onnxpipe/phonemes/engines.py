@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 
+from ..config.registry import PHONEMIZERS
 from ..errors import ConfigError, EngineError
 
 SPEC_PATH = "$.preprocessing.phonemes"
@@ -111,4 +112,5 @@ def _espeak_ng(bundle_dir: str, spec, warnings: list[str]) -> EspeakCli:
     return EspeakCli(_espeak_data_path(bundle_dir, spec.data, warnings))
 
 
-ENGINES = {"espeak-ng": _espeak_ng}
+ENGINES = PHONEMIZERS   # the names preprocessing.phonemes.engine takes (config/registry.py)
+ENGINES.register("espeak-ng", _espeak_ng)

@@ -13,7 +13,7 @@ from typing import Protocol
 
 from ..config.parse import parse_spec
 from ..config.ranges import check_ranges
-from ..config.registry import register_check
+from ..config.registry import DRAFTERS, register_check
 from ..config.schema import Speculative
 from ..errors import ConfigError, InputError
 
@@ -45,7 +45,7 @@ class PromptLookup:
         return []
 
 
-DRAFTERS: dict[str, type] = {"prompt_lookup": PromptLookup}   # keys: schema.SPECULATIVE_METHODS
+DRAFTERS.register("prompt_lookup", PromptLookup)   # the names generation.speculative.method takes
 
 
 class DraftWindow:

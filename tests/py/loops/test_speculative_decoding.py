@@ -48,8 +48,8 @@ class Guesser:
 def guessing(monkeypatch):
     """Install a Guesser for ``answer`` as the prompt_lookup drafter."""
     def install(answer, prompt_length, seed=0):
-        monkeypatch.setitem(speculative.DRAFTERS, "prompt_lookup",
-                            lambda settings: Guesser(answer, prompt_length, seed))
+        monkeypatch.setattr(speculative, "DRAFTERS",
+                            {"prompt_lookup": lambda settings: Guesser(answer, prompt_length, seed)})
     return install
 
 

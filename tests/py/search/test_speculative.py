@@ -21,7 +21,7 @@ def lookup(ngram=3):
 
 
 def test_the_schema_lists_every_drafter():
-    assert tuple(DRAFTERS) == SPECULATIVE_METHODS
+    assert SPECULATIVE_METHODS is DRAFTERS and list(DRAFTERS) == ["prompt_lookup"]
 
 
 def test_copies_what_followed_the_latest_earlier_occurrence():
