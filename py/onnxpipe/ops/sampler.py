@@ -14,6 +14,9 @@ Inputs (``B`` batch, ``S`` positions, ``V`` vocabulary):
   with fewer ids can repeat one of them (duplicates count once).
 - ``suppress_ids`` int64[M] (M >= 1), when ``with_suppress``: ids no row may pick (the same
   for every row; duplicates are harmless).
+- ``allowed`` uint32[B, W] (W = ceil(V / 32)), when ``with_allowed``: each row's allowed-token
+  bitmask, bit ``t % 32`` of word ``t // 32`` set where token t may be picked (XGrammar's
+  token bitmask, read as unsigned). Bits past V are ignored.
 - sampling only: ``temperature`` f32[1] (> 0; use the greedy graph for temperature 0),
   ``top_k`` int64[1] (1..V; V or any value < 1 means no top-k; above V counts as V),
   ``top_p`` f32[1] (>= 1: off), ``min_p`` f32[1] (0: off), and ``uniform`` f32[B]: one
@@ -27,8 +30,12 @@ Semantics, per row (tests/py/ops/reference_sampler.py implements them in pure Py
 1. x = logits at the last position, cast to float32.
 2. Repetition penalty, for each distinct id t in prev_tokens: x[t] -> x[t] / penalty if
    x[t] > 0 else x[t] * penalty (transformers' RepetitionPenaltyLogitsProcessor).
-   Suppression: x[t] -> -inf for each t in suppress_ids (transformers' SuppressTokens
-   processors). Greedy stops here: the token is argmax(x), the lowest index on ties.
+   Allowed bitmask: x[t] -> -inf where t's bit is clear (a grammar's mask, applied as
+   XGrammar's apply_token_bitmask_inplace does). Suppression: x[t] -> -inf for each t in
+   suppress_ids (transformers' SuppressTokens processors); where that would leave a row of
+   the allowed bitmask nothing (a grammar that can only end, with end ids suppressed under
+   min_length), the row keeps the bitmask alone: a pick never leaves the grammar.
+   Greedy stops here: the token is argmax(x), the lowest index on ties.
 3. TopK k: the k largest x, sorted descending, the lower index first on ties.
 4. Divide those k values by temperature (after TopK, which is cheaper and gives the same order
    except for ties that rounding would create) and take their softmax p.
@@ -77,8 +84,9 @@ def _check(logits_dtype: str, logits_rank: int, every_position: bool = False) ->
 
 
 def _scores(g: Graph, logits_dtype: str, logits_rank: int, with_penalty: bool,
-            with_suppress: bool = False, every_position: bool = False) -> str:
-    """Declare logits (+ penalty and suppression inputs); return the float32 [B, V] scores."""
+            with_suppress: bool = False, every_position: bool = False, with_allowed: bool = False) -> str:
+    """Declare logits (+ penalty, allowed bitmask and suppression inputs); return the float32
+    [B, V] scores."""
     dims = ["batch", "seq", "vocab"] if logits_rank == 3 else ["batch", "vocab"]
     x = g.input("logits", logits_dtype, dims)
     if every_position:
@@ -92,9 +100,38 @@ def _scores(g: Graph, logits_dtype: str, logits_rank: int, with_penalty: bool,
         x = g.node("Cast", [x], "logits_f32", to=1)
     if with_penalty:
         x = _penalize_graph(g, x)
+    if with_allowed:
+        x = _allowed_graph(g, x)
     if with_suppress:
-        x = _suppress_graph(g, x)
+        suppressed = _suppress_graph(g, x)
+        if not with_allowed:
+            return suppressed
+        # a row the suppression emptied keeps the grammar's mask alone
+        g.const("alw_neg_inf", [-math.inf], "float32", [])
+        best = g.node("ReduceMax", [suppressed], "alw_row_best", axes=[1], keepdims=1)
+        empty = g.node("Equal", [best, "alw_neg_inf"], "alw_row_empty")
+        x = g.node("Where", [empty, x, suppressed], "alw_suppressed")
     return x
+
+
+def _allowed_graph(g: Graph, x: str) -> str:
+    """x with -inf where the row's allowed bitmask has a clear bit."""
+    g.input("allowed", "uint32", ["batch", "words"])
+    g.const("alw_axis1", [1], "int64", [1])
+    g.const("alw_last", [2], "int64", [1])
+    # bit j of a word: (word << (31 - j)) >> 31 (BitShift is opset 11; BitwiseAnd needs 18)
+    g.const("alw_up", [31 - j for j in range(32)], "uint32", [32])
+    g.const("alw_down", [31], "uint32", [])
+    g.const("alw_flat", [0, -1], "int64", [2])
+    g.const("alw_start", [0], "int64", [1])
+    g.const("alw_minus_inf", [-math.inf], "float32", [])
+    words = g.node("Unsqueeze", ["allowed", "alw_last"], "alw_words")            # [B, W, 1]
+    raised = g.node("BitShift", [words, "alw_up"], "alw_raised", direction="LEFT")
+    bits = g.node("BitShift", [raised, "alw_down"], "alw_bits", direction="RIGHT")   # [B, W, 32]
+    flat = g.node("Reshape", [g.node("Cast", [bits], "alw_bool", to=9), "alw_flat"], "alw_flat_bits")
+    vocab = g.node("Shape", [x], "alw_vocab", start=-1)
+    keep = g.node("Slice", [flat, "alw_start", vocab, "alw_axis1"], "alw_keep")   # [B, V]
+    return g.node("Where", [keep, x, "alw_minus_inf"], "allowed_scores")
 
 
 def _suppress_graph(g: Graph, x: str) -> str:
@@ -124,22 +161,24 @@ def _penalize_graph(g: Graph, x: str) -> str:
 
 
 def greedy_graph(logits_dtype: str = "float32", with_penalty: bool = False,
-                 logits_rank: int = 3, with_suppress: bool = False, every_position: bool = False) -> bytes:
-    """Argmax over the last position (after the optional repetition penalty and suppression).
+                 logits_rank: int = 3, with_suppress: bool = False, every_position: bool = False,
+                 with_allowed: bool = False) -> bytes:
+    """Argmax over the last position (after the optional repetition penalty, allowed bitmask
+    and suppression).
 
-    Inputs: ``logits`` (+ ``penalty``, ``prev_tokens``; + ``suppress_ids``). Output:
-    ``next_tokens`` int64[B].
+    Inputs: ``logits`` (+ ``penalty``, ``prev_tokens``; + ``suppress_ids``; + ``allowed``).
+    Output: ``next_tokens`` int64[B].
     """
     _check(logits_dtype, logits_rank, every_position)
     return _greedy_graph(logits_dtype, bool(with_penalty), int(logits_rank), bool(with_suppress),
-                         bool(every_position))
+                         bool(every_position), bool(with_allowed))
 
 
 @lru_cache(maxsize=None)
 def _greedy_graph(logits_dtype: str, with_penalty: bool, logits_rank: int, with_suppress: bool,
-                  every_position: bool) -> bytes:
+                  every_position: bool, with_allowed: bool) -> bytes:
     g = Graph("greedy")
-    x = _scores(g, logits_dtype, logits_rank, with_penalty, with_suppress, every_position)
+    x = _scores(g, logits_dtype, logits_rank, with_penalty, with_suppress, every_position, with_allowed)
     g.node("ArgMax", [x], "next_tokens", axis=-1, keepdims=0, select_last_index=0)
     g.output("next_tokens", "int64", ["batch"])
     return g.to_bytes()
@@ -245,23 +284,24 @@ def _topk_unsorted_branch(x: str) -> Graph:
 
 
 def sampling_graph(logits_dtype: str = "float32", with_penalty: bool = False,
-                   logits_rank: int = 3, with_suppress: bool = False, every_position: bool = False) -> bytes:
+                   logits_rank: int = 3, with_suppress: bool = False, every_position: bool = False,
+                   with_allowed: bool = False) -> bytes:
     """Temperature / top-k / top-p / min-p sampling driven by a caller-drawn uniform.
 
     Inputs: ``logits``, ``temperature``, ``top_k``, ``top_p``, ``min_p``, ``uniform``
-    (+ ``penalty``, ``prev_tokens``; + ``suppress_ids``). Output: ``next_tokens`` int64[B].
-    See the module docstring for the exact semantics.
+    (+ ``penalty``, ``prev_tokens``; + ``suppress_ids``; + ``allowed``). Output:
+    ``next_tokens`` int64[B]. See the module docstring for the exact semantics.
     """
     _check(logits_dtype, logits_rank, every_position)
     return _sampling_graph(logits_dtype, bool(with_penalty), int(logits_rank), bool(with_suppress),
-                           bool(every_position))
+                           bool(every_position), bool(with_allowed))
 
 
 @lru_cache(maxsize=None)
 def _sampling_graph(logits_dtype: str, with_penalty: bool, logits_rank: int, with_suppress: bool,
-                    every_position: bool) -> bytes:
+                    every_position: bool, with_allowed: bool) -> bytes:
     g = Graph("sampling")
-    x = _scores(g, logits_dtype, logits_rank, with_penalty, with_suppress, every_position)
+    x = _scores(g, logits_dtype, logits_rank, with_penalty, with_suppress, every_position, with_allowed)
     for name in ("temperature", "top_k", "top_p", "min_p"):
         g.input(name, "int64" if name == "top_k" else "float32", [1])
     g.input("uniform", "float32", ["batch"])

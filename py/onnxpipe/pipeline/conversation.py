@@ -46,17 +46,21 @@ class Conversation:
         self.generation.check_length(len(ids), opts)
         return ids, opts
 
-    def stream(self, messages: list[dict], max_new_tokens=None, logit_mask=None, **search) -> Iterator[StreamEvent]:
-        """Continue the conversation, yielding text deltas (``logit_mask``: see TextGeneration.stream)."""
+    def stream(self, messages: list[dict], max_new_tokens=None, logit_mask=None, response_format=None,
+               **search) -> Iterator[StreamEvent]:
+        """Continue the conversation, yielding text deltas (``logit_mask``, ``response_format``:
+        see TextGeneration.stream)."""
         ids, opts = self._prepare(messages, max_new_tokens, search)
-        return self.generation.continue_stream(self.continue_from(ids), opts, logit_mask=logit_mask)
+        guide = self.generation.guide(response_format, opts)
+        return self.generation.continue_stream(self.continue_from(ids), opts, logit_mask=logit_mask, guide=guide)
 
     def chat(self, messages: list[dict], max_new_tokens=None, on_event=None, cancel=None,
-             logit_mask=None, **search) -> GenerationResult:
+             logit_mask=None, response_format=None, **search) -> GenerationResult:
         """Continue the conversation (see ``stream``) and return the whole reply."""
         ids, opts = self._prepare(messages, max_new_tokens, search)
+        guide = self.generation.guide(response_format, opts)
         new_ids = self.continue_from(ids)
-        return self.generation.collect(new_ids, len(ids), opts, None, on_event, cancel, logit_mask)
+        return self.generation.collect(new_ids, len(ids), opts, None, on_event, cancel, logit_mask, guide)
 
     def continue_from(self, ids: list[int]) -> list[int]:
         """Rewind the state to the longest prefix it shares with ``ids``; return the rest."""

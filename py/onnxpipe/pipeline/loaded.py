@@ -52,6 +52,7 @@ class LoadedPipeline:
         self.controls = control_values.controls(self.spec.pipeline.inputs)
         self.images = ImageFrontEnd(self) if self.spec.preprocessing.image is not None else None
         self._vocab_size: int | None = None
+        self._grammar = None
         self._check_token_data()
         check_audio_declarations(self)
 
@@ -165,6 +166,20 @@ class LoadedPipeline:
         if reply_tokens is not None and opts.max_new_tokens is None and "max_length" not in search:
             opts = dataclasses.replace(opts, max_new_tokens=reply_tokens)
         return opts
+
+    def grammar(self):
+        """The bundle's grammar session (grammar/engine.py): its engine gets the vocabulary on
+        the first constrained call and keeps compiled grammars."""
+        if self._grammar is None:
+            from ..grammar.engine import GrammarSession
+            from ..grammar.vocabulary import read_vocabulary
+            from ..text.base import resolve_text_files
+
+            self.tokenizer()   # a clear error for a bundle without one
+            tokenizer_file = resolve_text_files(self.config.bundle_dir, self.spec.preprocessing.text).tokenizer
+            self._grammar = GrammarSession(
+                self.backend.name, lambda: read_vocabulary(tokenizer_file, self.vocab_size, self.eos))
+        return self._grammar
 
     def sampler(self, options) -> Sampler:
         """A sampler for ``options`` on the engine and provider that make the logits."""

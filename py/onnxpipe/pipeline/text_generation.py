@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from ..errors import InputError
+from ..grammar.formats import Constraint, constraint_from
 from ..loops import GenerationStep, Sequence, Timing
 from ..search.detokenize import IncrementalDetokenizer, TextStream
 from ..search.stopping import stop_ids
@@ -22,6 +23,17 @@ from .checks import check_unicode
 # browser pages' default too. A bundle's max_length is its context (8,192 for SmolLM2), and a
 # model that misses its end-of-turn token would otherwise write until the context is full.
 DEFAULT_MAX_NEW_TOKENS = 256
+
+@dataclass
+class Guide:
+    """A call's constraint, compiled (grammar/engine.py) before the generation starts."""
+    constraint: Constraint
+    compiled: object
+    info: object   # grammar.engine.CompileInfo
+
+    def report(self, matcher) -> dict:
+        return {**self.info.to_dict(), "complete": bool(matcher.terminated)}
+
 
 @dataclass
 class StreamEvent:
@@ -50,6 +62,10 @@ class GenerationResult:
     # beam search with tokens.pad: those sequences' tokens padded with it to the longest, as
     # transformers returns them (generate(...).sequences without the prompt)
     padded: list[list[int]] | None = None
+    # constrained output (response_format / regex / grammar): the constraint's kind, compile_ms
+    # (0 when cached), cached, vocabulary_ms (the engine's start, first constrained call only) and
+    # complete (the grammar ended: the text is a whole match; False with finish_reason "length")
+    grammar: dict | None = None
 
     def to_dict(self) -> dict:
         out = {"tokens": self.tokens, "text": self.text, "finish_reason": self.finish_reason,
@@ -62,6 +78,8 @@ class GenerationResult:
             out["sequences"] = self.sequences
         if self.padded is not None:
             out["padded"] = self.padded
+        if self.grammar is not None:
+            out["grammar"] = self.grammar
         return out
 
 
@@ -137,22 +155,42 @@ class TextGeneration:
         self.check_length(len(ids), opts)
         return ids, opts, pictures
 
+    def guide(self, response_format, opts) -> Guide | None:
+        """The compiled grammar ``response_format`` asks for (checked against ``opts``), or None;
+        compiled before the state changes, so a bad schema leaves a conversation as it was."""
+        constraint = constraint_from(response_format)
+        if constraint is None:
+            return None
+        if opts.num_beams > 1:
+            raise InputError(f"num_beams: beam search does not follow a grammar ({constraint.field}); "
+                             f"call with num_beams 1")
+        if opts.stop_strings:
+            raise InputError(f"stop: a stop string would cut the output {constraint.field} constrains "
+                             f"short of a whole match; the grammar ends it itself")
+        compiled, info = self.loaded.grammar().compile(constraint)
+        return Guide(constraint, compiled, info)
+
     # ---- generation ----------------------------------------------------------------------------
 
     def stream(self, prompt=None, input_ids=None, max_new_tokens=None, inputs=None, images=None,
-               logit_mask=None, **search) -> Iterator[StreamEvent]:
+               logit_mask=None, response_format=None, **search) -> Iterator[StreamEvent]:
         """Generate from a fresh state, yielding text deltas as they become complete.
 
         ``inputs`` gives other pipeline inputs (e.g. pixel values): name -> (flat values, shape);
         ``images`` (onnxpipe.image.Image) go through the bundle's image preprocessing;
-        ``logit_mask(generated_ids)`` returns ids the next token may not be (loops/sequence.py).
+        ``logit_mask(generated_ids)`` returns ids the next token may not be (loops/sequence.py);
+        ``response_format``: the output's constraint (grammar/formats.py: json_object,
+        json_schema, and the extras regex and grammar).
         """
         ids, opts, pictures = self._prepare(prompt, input_ids, max_new_tokens, search, images)
+        guide = self.guide(response_format, opts)
         self.reset()
-        return self.continue_stream(ids, opts, {**self.loaded.inputs(inputs), **pictures}, logit_mask=logit_mask)
+        return self.continue_stream(ids, opts, {**self.loaded.inputs(inputs), **pictures}, logit_mask=logit_mask,
+                                    guide=guide)
 
     def generate(self, prompt=None, input_ids=None, max_new_tokens=None, inputs=None,
-                 on_event=None, cancel=None, images=None, logit_mask=None, **search) -> GenerationResult:
+                 on_event=None, cancel=None, images=None, logit_mask=None, response_format=None,
+                 **search) -> GenerationResult:
         """The whole result of ``stream``: new token ids, text, finish reason and timings.
 
         ``on_event`` sees every StreamEvent as it happens; ``cancel()`` returning True stops
@@ -160,11 +198,12 @@ class TextGeneration:
         """
         ids, opts, pictures = self._prepare(prompt, input_ids, max_new_tokens, search, images)
         extra = {**self.loaded.inputs(inputs), **pictures}
+        guide = self.guide(response_format, opts)
         self.reset()
-        return self.collect(ids, len(ids), opts, extra, on_event, cancel, logit_mask)
+        return self.collect(ids, len(ids), opts, extra, on_event, cancel, logit_mask, guide)
 
     def continue_stream(self, new_ids: list[int], opts, extra=None, cancel=None,
-                        logit_mask=None) -> Iterator[StreamEvent]:
+                        logit_mask=None, guide: Guide | None = None) -> Iterator[StreamEvent]:
         """Feed ``new_ids`` after the ids the state holds, then stream the reply; ``cancel()``
         returning True ends it before the next step (also between the chunks of a long prefill)
         with a last event that has no token and finish_reason "cancelled"."""
@@ -176,8 +215,13 @@ class TextGeneration:
             stream = TextStream(IncrementalDetokenizer(text.decode, skip_special_tokens_ids=special,
                                                        hold_ids=frozenset(getattr(text, "byte_fallback_ids", ()))),
                                 opts.stop_strings)
-        seq = Sequence(self.history, new_ids, opts, stop_ids(opts, loaded.eos), loaded.sampler(opts), stream,
-                       cancel, logit_mask)
+        stop = stop_ids(opts, loaded.eos)
+        matcher = None
+        if guide is not None:
+            rows = opts.speculative.max_draft + 1 if opts.speculative is not None else 1
+            matcher = loaded.grammar().matcher(guide.compiled, stop, rows)
+        seq = Sequence(self.history, new_ids, opts, stop, loaded.sampler(opts), stream, cancel, logit_mask,
+                       matcher)
         self.sequence = seq
         steps = loaded.loop(loaded.executor, extra).run(seq)
         try:
@@ -202,10 +246,10 @@ class TextGeneration:
         return [b.to_dict(text.decode([t for t in b.tokens if t not in skip])) for b in beams]
 
     def collect(self, new_ids, prompt_len, opts, extra=None, on_event=None, cancel=None,
-                logit_mask=None) -> GenerationResult:
+                logit_mask=None, guide: Guide | None = None) -> GenerationResult:
         """Run ``continue_stream`` to the end (or ``cancel``) and gather the result from its events."""
         tokens, parts, last = [], [], None
-        for event in self.continue_stream(new_ids, opts, extra, cancel, logit_mask):
+        for event in self.continue_stream(new_ids, opts, extra, cancel, logit_mask, guide):
             tokens.extend(event.token_ids)
             parts.append(event.text)
             if event.finish_reason is not None:
@@ -219,4 +263,5 @@ class TextGeneration:
         return GenerationResult(tokens, "".join(parts), finish, prompt_len, prompt_len - len(new_ids),
                                 timing.prefill_ms, timing.decode_tokens_per_s, list(self.loaded.warnings),
                                 timing.speculation.to_dict() if timing.speculation else None,
-                                sequences, padded(sequences, self.loaded.spec.tokens.pad))
+                                sequences, padded(sequences, self.loaded.spec.tokens.pad),
+                                guide.report(self.sequence.grammar) if guide is not None else None)

@@ -28,7 +28,8 @@ class Sampler:
         self.penalty = penalty
         self.provider = provider
         self.dtype = logits_info.dtype
-        self.graph = self._open(with_suppress=False, every_position=False)
+        self._graphs: dict[tuple[bool, bool, bool], object] = {}
+        self.graph = self._graph(False, False, False)
         # suppressed ids: one graph with a suppress_ids input, fed the list for this position
         start = tuple(dict.fromkeys(options.suppress_tokens + options.suppress_tokens_at_start))
         for name in ("suppress_tokens", "suppress_tokens_at_start") if self.vocab is not None else ():
@@ -36,19 +37,27 @@ class Sampler:
             if outside:
                 raise InputError(f"{name}: {outside[:5]} outside the vocabulary (0..{self.vocab - 1})")
         self.suppress = {True: start, False: tuple(options.suppress_tokens)}
-        self.suppress_graph = self._open(with_suppress=True, every_position=False) if start else None
-        self._row_graphs: dict[bool, object] = {}
         self._suppress_ids: dict[tuple, object] = {}
         self.rng = random.Random(options.seed)
         self._unread: list[float] = []     # draws handed back by ``unread``, used first
         self._last_draws: list[float] = []
         self.fixed: dict | None = None
 
-    def _open(self, with_suppress: bool, every_position: bool):
-        build = graphs.sampling_graph if self.options.do_sample else graphs.greedy_graph
-        return self.backend.open_graph(
-            build(logits_dtype=self.dtype, with_penalty=self.penalty, logits_rank=self.rank,
-                  with_suppress=with_suppress, every_position=every_position), self.provider)
+    @property
+    def suppress_graph(self):
+        """The one-token graph with a suppress_ids input, once a call needed it (else None)."""
+        return self._graphs.get((True, False, False))
+
+    def _graph(self, with_suppress: bool, every_position: bool, with_allowed: bool):
+        """The greedy or sampling graph with these inputs, opened once per sampler."""
+        key = (with_suppress, every_position, with_allowed)
+        if key not in self._graphs:
+            build = graphs.sampling_graph if self.options.do_sample else graphs.greedy_graph
+            self._graphs[key] = self.backend.open_graph(
+                build(logits_dtype=self.dtype, with_penalty=self.penalty, logits_rank=self.rank,
+                      with_suppress=with_suppress, every_position=every_position,
+                      with_allowed=with_allowed), self.provider)
+        return self._graphs[key]
 
     def _draw(self, count: int) -> list[float]:
         draws = self._unread[:count]
@@ -77,27 +86,27 @@ class Sampler:
         return fixed
 
     def _suppressed(self, start: bool, masked: tuple[int, ...] = ()):
-        """(graph, suppress_ids tensor or None) for the first new token or a later one, plus
+        """The suppress_ids tensor (or None) for the first new token or a later one, plus
         ``masked`` ids (end ids under the minimum length, repeated n-grams: search/masks.py)."""
         ids = self.suppress[start]
         if masked:
             ids = tuple(dict.fromkeys(ids + masked))
         if not ids:
-            return self.graph, None
+            return None
         key = (start, masked)
         if key not in self._suppress_ids:
             if len(self._suppress_ids) > 64:   # n-gram bans change every step: keep only a few
                 self.backend.dispose_many([t for k, t in self._suppress_ids.items() if k[1]])
                 self._suppress_ids = {k: t for k, t in self._suppress_ids.items() if not k[1]}
             self._suppress_ids[key] = self.backend.tensor(list(ids), "int64", (len(ids),))
-        if self.suppress_graph is None:
-            self.suppress_graph = self._open(with_suppress=True, every_position=False)
-        return self.suppress_graph, self._suppress_ids[key]
+        return self._suppress_ids[key]
 
-    def __call__(self, logits, history: list[int], start: bool = False, masked: tuple[int, ...] = ()) -> int:
+    def __call__(self, logits, history: list[int], start: bool = False, masked: tuple[int, ...] = (),
+                 allowed=None) -> int:
         """The next token id given ``logits`` (engine handle) and all ids so far; ``start``:
         this is the call's first new token (``suppress_tokens_at_start`` apply); ``masked``:
-        more ids not to pick this time."""
+        more ids not to pick this time; ``allowed``: an engine tensor uint32[1, ceil(V / 32)],
+        the grammar's allowed-token bitmask (ops/sampler.py), or None."""
         b = self.backend
         if self.fixed is None:
             self.fixed = self._fixed_inputs(logits)
@@ -108,17 +117,21 @@ class Sampler:
         if self.penalty:
             seen = history or [0]
             feeds["prev_tokens"] = b.tensor(seen, "int64", (1, len(seen)))
-        graph, suppress = self._suppressed(start, masked)
+        suppress = self._suppressed(start, masked)
         if suppress is not None:
             feeds["suppress_ids"] = suppress
+        if allowed is not None:
+            feeds["allowed"] = allowed
+        graph = self._graph(suppress is not None, False, allowed is not None)
         out = b.run(graph, feeds, ["next_tokens"])["next_tokens"]
         token = b.to_list(out)[0]
         b.dispose(out)
         return token
 
-    def rows(self, logits, histories: list[list[int]]) -> list[int]:
+    def rows(self, logits, histories: list[list[int]], allowed=None) -> list[int]:
         """One token per position of ``logits`` [1, S, V] (S == len(histories)); row i sees
-        ``histories[i]`` for the repetition penalty. Never a call's first token (no
+        ``histories[i]`` for the repetition penalty and row i of ``allowed`` (uint32[S, W], a
+        grammar's bitmask per position, or None). Never a call's first token (no
         ``suppress_tokens_at_start``)."""
         b = self.backend
         if self.fixed is None:
@@ -133,12 +146,13 @@ class Sampler:
             width = max(len(r) for r in rows)
             padded = [v for r in rows for v in r + [r[0]] * (width - len(r))]   # repeats count once
             feeds["prev_tokens"] = b.tensor(padded, "int64", (count, width))
-        suppress = self.suppress[False]
-        if suppress not in self._row_graphs:
-            self._row_graphs[suppress] = self._open(with_suppress=bool(suppress), every_position=True)
-        if suppress:
-            _, feeds["suppress_ids"] = self._suppressed(False)
-        out = b.run(self._row_graphs[suppress], feeds, ["next_tokens"])["next_tokens"]
+        suppress = self._suppressed(False)
+        if suppress is not None:
+            feeds["suppress_ids"] = suppress
+        if allowed is not None:
+            feeds["allowed"] = allowed
+        out = b.run(self._graph(suppress is not None, True, allowed is not None), feeds,
+                    ["next_tokens"])["next_tokens"]
         tokens = b.to_list(out)
         b.dispose(out)
         return tokens
