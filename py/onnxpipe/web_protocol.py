@@ -107,6 +107,8 @@ class GenerationResult:
     speculative: SpeculationStats | None = optional()
     sequences: list[BeamSequence] | None = optional()
     padded: list[list[int]] | None = optional()
+    tool_calls: list[dict] | None = optional()   # OpenAI's {id, type, function: {name, arguments}}
+    grammar: dict | None = optional()   # kind, compile_ms, cached, vocabulary_ms, complete
 
 
 @dataclass
@@ -218,7 +220,7 @@ def generation_result(result) -> GenerationResult:
         prefill_ms=round(result.prefill_ms, 3), decode_tokens_per_s=round(result.decode_tokens_per_s, 3),
         speculative=None if spec is None else SpeculationStats(**spec),
         sequences=None if result.sequences is None else [BeamSequence(**s) for s in result.sequences],
-        padded=result.padded)
+        padded=result.padded, grammar=result.grammar)
 
 
 def sentence_info(sentence) -> SentenceInfo:

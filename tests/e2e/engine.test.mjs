@@ -138,6 +138,100 @@ test('bad requests: typed errors that name the field; the engine stays usable', 
   assert.ok(Object.values(errors).every((e) => e.isOnnxpipe));
 });
 
+test('structured output and tools on chat completions: each bad field refused naming it; the engine stays usable', { timeout: TIMEOUTS.file }, async (t) => {
+  if (missing.length) return t.skip('models missing');
+  const out = await page.evaluate(async ({ model }) => {
+    const { engine } = window.__onnxpipeLibrary;
+    const messages = [{ role: 'user', content: 'Hi' }];
+    const weather = { type: 'function', function: { name: 'get_weather', description: 'The weather in a city',
+      parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } };
+    const call = { id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city": "Paris"}' } };
+    const tryIt = async (params) => {
+      try {
+        await engine.chat.completions.create({ model, messages, max_tokens: 4, temperature: 0, ...params });
+        return null;
+      } catch (e) {
+        return { param: e.param, kind: e.kind, name: e.name, message: e.message };
+      }
+    };
+    return {
+      formatType: await tryIt({ response_format: { type: 'yaml' } }),
+      formatKey: await tryIt({ response_format: { type: 'json_object', schema: {} } }),
+      schemaName: await tryIt({ response_format: { type: 'json_schema', json_schema: { name: 'a b', schema: {} } } }),
+      schema: await tryIt({ response_format: { type: 'json_schema', json_schema: { name: 'a', schema: 'object' } } }),
+      strict: await tryIt({ response_format: { type: 'json_schema', json_schema: { name: 'a', schema: {}, strict: 'yes' } } }),
+      regex: await tryIt({ response_format: { type: 'regex', regex: '' } }),
+      syntax: await tryIt({ response_format: { type: 'grammar', grammar: 'root ::= "a"', syntax: 'lark' } }),
+      toolsEmpty: await tryIt({ tools: [] }),
+      toolType: await tryIt({ tools: [{ ...weather, type: 'custom' }] }),
+      toolName: await tryIt({ tools: [{ type: 'function', function: { name: 'get weather' } }] }),
+      toolTwice: await tryIt({ tools: [weather, weather] }),
+      toolParams: await tryIt({ tools: [{ type: 'function', function: { name: 'f', parameters: [] } }] }),
+      choiceName: await tryIt({ tools: [weather], tool_choice: { type: 'function', function: { name: 'get_time' } } }),
+      choiceWord: await tryIt({ tools: [weather], tool_choice: 'always' }),
+      choiceAlone: await tryIt({ tool_choice: 'auto' }),
+      orphanTool: await tryIt({ messages: [...messages, { role: 'tool', tool_call_id: 'call_9', content: '21 C' }] }),
+      toolNoId: await tryIt({ messages: [...messages, { role: 'tool', content: '21 C' }] }),
+      badArgs: await tryIt({ messages: [...messages, { role: 'assistant', content: null, tool_calls: [{ ...call, function: { name: 'get_weather', arguments: '{city' } }] }] }),
+      userCalls: await tryIt({ messages: [{ role: 'user', content: 'Hi', tool_calls: [call] }] }),
+      nullContent: await tryIt({ messages: [{ role: 'assistant', content: null }] }),
+      after: (await engine.chat.completions.create({ model, messages: [{ role: 'user', content: 'What is the capital of France?' }], max_tokens: 16, temperature: 0 })).choices[0].message.content,
+    };
+  }, { model: model('smollm2-135m-instruct') });
+  const { after, ...errors } = out;
+  assert.deepEqual(Object.fromEntries(Object.entries(errors).map(([k, e]) => [k, e?.param])), {
+    formatType: 'response_format.type', formatKey: 'response_format.schema', schemaName: 'response_format.json_schema.name',
+    schema: 'response_format.json_schema.schema', strict: 'response_format.json_schema.strict', regex: 'response_format.regex',
+    syntax: 'response_format.syntax', toolsEmpty: 'tools', toolType: 'tools[0].type', toolName: 'tools[0].function.name',
+    toolTwice: 'tools[1].function.name', toolParams: 'tools[0].function.parameters', choiceName: 'tool_choice', choiceWord: 'tool_choice',
+    choiceAlone: 'tool_choice', orphanTool: 'messages[1].tool_call_id', toolNoId: 'messages[1].tool_call_id',
+    badArgs: 'messages[1].tool_calls[0].function.arguments', userCalls: 'messages[0].tool_calls', nullContent: 'messages[0].content',
+  });
+  assert.ok(Object.values(errors).every((e) => e.kind === 'input' && e.name === 'InputError'), JSON.stringify(errors));
+  assert.match(errors.choiceName.message, /no tool is named "get_time" \(tools: get_weather\)/);
+  assert.match(errors.orphanTool.message, /call_9/);
+  assert.match(after, /Paris/);
+});
+
+test('response_format json_schema through engine.chat.completions and the openai client: JSON the schema takes; a tool turn accepted', { timeout: TIMEOUTS.file }, async (t) => {
+  if (missing.length) return t.skip('models missing');
+  const schema = { type: 'object', properties: { city: { type: 'string' }, country: { type: 'string' } }, required: ['city', 'country'] };
+  const out = await page.evaluate(async ({ model, schema }) => {
+    const { engine, openai } = window.__onnxpipeLibrary;
+    const messages = [{ role: 'user', content: 'What is the capital of France? Answer as JSON.' }];
+    const response_format = { type: 'json_schema', json_schema: { name: 'capital', schema, strict: true } };
+    const whole = await engine.chat.completions.create({ model, messages, response_format, max_tokens: 48, temperature: 0 });
+    const chunks = [];
+    for await (const c of await engine.chat.completions.create({ model, messages, response_format, max_tokens: 48, temperature: 0, stream: true })) chunks.push(c);
+    const client = await openai.chat.completions.create({ model, messages, response_format, max_tokens: 48, temperature: 0 });
+    const json = await engine.chat.completions.create({ model, messages, response_format: { type: 'json_object' }, max_tokens: 48, temperature: 0 });
+    // a conversation with a call and its answer reaches the model (no tools asked this turn)
+    const call = { id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{"city": "Paris"}' } };
+    const turn = await engine.chat.completions.create({ model, max_tokens: 16, temperature: 0, messages: [
+      { role: 'user', content: 'What is the weather in Paris?' }, { role: 'assistant', content: null, tool_calls: [call] },
+      { role: 'tool', tool_call_id: 'call_1', content: '{"temperature": 21}' }] });
+    return { whole, chunks, client, json, turn };
+  }, { model: model('smollm2-135m-instruct'), schema });
+  const streamed = out.chunks.map((c) => c.choices[0]?.delta?.content ?? '').join('');
+  for (const reply of [out.whole, out.client]) {
+    assert.equal(reply.choices[0].finish_reason, 'stop', JSON.stringify(reply.choices[0]));
+    const value = JSON.parse(reply.choices[0].message.content);
+    assert.deepEqual(Object.keys(value).sort(), ['city', 'country'], reply.choices[0].message.content);
+    assert.ok(typeof value.city === 'string' && typeof value.country === 'string');
+    assert.equal(reply.choices[0].message.tool_calls, undefined);
+  }
+  assert.equal(out.client.choices[0].message.content, out.whole.choices[0].message.content, 'greedy: the client gets the same reply');
+  assert.equal(streamed, out.whole.choices[0].message.content, 'greedy: streamed and whole agree');
+  const stats = out.chunks.find((c) => c.choices[0]?.finish_reason).onnxpipe;
+  assert.equal(stats.grammar?.kind, 'json_schema', JSON.stringify(stats));
+  assert.equal(stats.grammar.complete, true);
+  assert.equal(out.whole.onnxpipe.grammar.kind, 'json_schema');
+  const object = JSON.parse(out.json.choices[0].message.content);
+  assert.ok(typeof object === 'object' && object !== null && !Array.isArray(object), out.json.choices[0].message.content);
+  assert.equal(out.json.onnxpipe.grammar.kind, 'json_object');
+  assert.ok(out.turn.choices[0].message.content.length > 0 && out.turn.usage.prompt_tokens > 20, JSON.stringify(out.turn.usage));
+});
+
 test('the official openai client through engine.fetch: chat, speech and transcription with three models loaded', { timeout: TIMEOUTS.file }, async (t) => {
   if (missing.length) return t.skip('models missing');
   const out = await page.evaluate(async ({ chat, voice, asr, messages }) => {

@@ -33,6 +33,43 @@ export interface SearchOptions {
   num_return_sequences?: number; // 1..num_beams
   // drafts verified several tokens per decoder pass; null turns off the bundle's default
   speculative?: SpeculativeOptions | null;
+  // constrained output and tool calls (py/onnxpipe/grammar/): passed to pipe.chat / pipe.generate
+  response_format?: ResponseFormat;
+  tools?: ChatTool[];
+  tool_choice?: ToolChoice;
+}
+
+/** OpenAI's response_format, plus onnxpipe's regex and grammar (EBNF, XGrammar's syntax). */
+export type ResponseFormat =
+  | { type: 'text' }
+  | { type: 'json_object' }
+  | { type: 'json_schema'; json_schema: { name: string; schema?: Record<string, unknown>; strict?: boolean | null; description?: string } }
+  | { type: 'regex'; regex: string }
+  | { type: 'grammar'; grammar: string; syntax?: 'ebnf' };
+
+/** An OpenAI function tool; parameters is a JSON schema of the call's arguments. */
+export interface ChatTool {
+  type: 'function';
+  function: { name: string; description?: string; parameters?: Record<string, unknown>; strict?: boolean | null };
+}
+
+export type ToolChoice = 'auto' | 'none' | 'required' | { type: 'function'; function: { name: string } };
+
+/** A call the model made, in OpenAI's shape (arguments: a JSON string). */
+export interface ToolCall {
+  id: string;
+  type: 'function';
+  function: { name: string; arguments: string };
+}
+
+/** How a constrained generation went: kind of constraint, compile time (0 when cached), the
+ * vocabulary's first load, and whether the grammar ended (false with finish_reason "length"). */
+export interface GrammarInfo {
+  kind: string;
+  compile_ms: number;
+  cached: boolean;
+  vocabulary_ms: number;
+  complete: boolean;
 }
 
 export interface SpeculativeOptions {
@@ -50,10 +87,11 @@ export interface RunOptions {
   scheduler?: string; // euler_discrete or ddim
 }
 
-export interface ChatMessage {
-  role: 'system' | 'user' | 'assistant';
-  content: string;
-}
+/** A turn; an assistant turn may carry the calls it made, a tool turn answers one of them. */
+export type ChatMessage =
+  | { role: 'system' | 'user'; content: string }
+  | { role: 'assistant'; content: string; tool_calls?: ToolCall[] }
+  | { role: 'tool'; content: string; tool_call_id: string };
 
 /** A tensor given by the caller: flat values and shape (dtype from the session input). */
 export interface TensorInput {
@@ -170,6 +208,8 @@ export interface GenerationResult {
   speculative?: SpeculationStats;
   sequences?: BeamSequence[]; // beam search only: best first; tokens/text above are the first's
   padded?: number[][]; // beam search with tokens.pad: those sequences' tokens filled with it to the longest
+  tool_calls?: ToolCall[]; // the reply as tool calls (finish_reason "tool_calls")
+  grammar?: GrammarInfo; // with response_format or a forced tool call
 }
 
 export interface SentenceInfo {

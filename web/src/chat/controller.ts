@@ -3,7 +3,7 @@
 import type { Engine } from '../engine/engine';
 import type { ChatParams } from '../engine/chat-params';
 import type { OnnxpipeChatStats } from '../engine/chat';
-import type { GenerationResult, SearchOptions, ThreadChoice } from '../protocol';
+import type { GenerationResult, SearchOptions, ThreadChoice, ToolCall } from '../protocol';
 import type { Composer } from './composer';
 import type { ErrorBanner } from '../ui/error-banner';
 import { describeError } from '../ui/format';
@@ -11,6 +11,7 @@ import type { LoaderPanel } from '../ui/loader';
 import { loadWarnings } from '../ui/loader';
 import type { MessageList } from './messages';
 import type { SamplingControls } from './sampling';
+import type { SchemaBox } from './schema';
 import type { ChatState, Status } from './state';
 import type { StartupLine } from './startup';
 import type { StatsLine } from './stats';
@@ -21,6 +22,7 @@ export interface ChatView {
   messages: MessageList;
   composer: Composer;
   sampling: SamplingControls;
+  schema: SchemaBox;
   stats: StatsLine;
   startup: StartupLine;
   error: ErrorBanner;
@@ -95,11 +97,13 @@ export class ChatController {
   }
 
   async send(): Promise<void> {
-    const { composer, messages, sampling, stats, error } = this.view;
+    const { composer, messages, sampling, schema, stats, error } = this.view;
     const text = composer.value.trim();
     if (this.state.status !== 'ready' || !text) return;
     const options = sampling.read();
     if (!options) return;
+    const format = schema.read();
+    if (format === null) return;   // the box shows what is wrong with it
     error.clear();
     composer.value = '';
     this.state.messages.push({ role: 'user', content: text });
@@ -115,10 +119,12 @@ export class ChatController {
     let final: OnnxpipeChatStats | null = null;
     let finish: string | null = null;
     let usage: { prompt_tokens: number; prompt_tokens_details?: { cached_tokens?: number } } | undefined;
+    const calls: ToolCall[] = [];
     try {
       if (!this.model) throw new Error('no model is loaded');
       const stream = await this.engine.chat.completions.create({
-        ...chatParams(options), model: this.model, messages: this.state.messages.map((m) => ({ ...m })),
+        ...chatParams(options), ...(format ? { response_format: format } : {}),
+        model: this.model, messages: this.state.messages.map((m) => ({ ...m })),
         stream: true, stream_options: { include_usage: true },
       }, { signal: abort.signal });
       for await (const chunk of stream) {
@@ -135,16 +141,21 @@ export class ChatController {
           finish = choice.finish_reason;
           final = chunk.onnxpipe && 'decode_tokens_per_s' in chunk.onnxpipe ? chunk.onnxpipe : null;
         }
+        for (const call of choice?.delta.tool_calls ?? []) {
+          if (call.id && call.function?.name !== undefined) calls.push({ id: call.id, type: 'function', function: { name: call.function.name, arguments: call.function.arguments ?? '' } });
+        }
         if (chunk.usage) usage = chunk.usage;
       }
       const content = this.state.streaming;
-      bubble.finish(content, this.stopRequested ? (content ? 'stopped' : 'stopped before any output') : undefined);
-      this.state.messages.push({ role: 'assistant', content });
+      bubble.finish(content, this.stopRequested ? (content ? 'stopped' : 'stopped before any output') : undefined, calls);
+      this.state.messages.push({ role: 'assistant', content, ...(calls.length ? { tool_calls: calls } : {}) });
       const result: GenerationResult = {
         tokens: final?.token_ids ?? [], text: content, finish_reason: finish,
         prompt_tokens: usage?.prompt_tokens ?? 0, cached_tokens: usage?.prompt_tokens_details?.cached_tokens ?? 0,
         prefill_ms: final?.prefill_ms ?? 0, decode_tokens_per_s: final?.decode_tokens_per_s ?? 0,
         ...(final?.speculative ? { speculative: final.speculative } : {}),
+        ...(final?.grammar ? { grammar: final.grammar } : {}),
+        ...(calls.length ? { tool_calls: calls } : {}),
       };
       this.state.lastResult = result;
       stats.show(result);

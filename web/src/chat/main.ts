@@ -15,6 +15,7 @@ import { describeError } from '../ui/format';
 import { LoaderPanel } from '../ui/loader';
 import { MessageList } from './messages';
 import { SamplingControls } from './sampling';
+import { SchemaBox } from './schema';
 import { initialState, type ChatState } from './state';
 import { StartupLine } from './startup';
 import { StatsLine } from './stats';
@@ -25,7 +26,11 @@ declare global {
   interface Window {
     /** Test hooks: the page state (mutated in place); ``client``: the engine's RuntimeClient for
      * the model the page loaded, or before any its booted runtime (tests drive it directly). */
-    __onnxpipe?: { client: RuntimeClient | null; state: ChatState; controller: ChatController | null; engine?: Engine | null };
+    __onnxpipe?: {
+      client: RuntimeClient | null; state: ChatState; controller: ChatController | null; engine?: Engine | null;
+      /** the conversation's view (tests render a reply through it, e.g. one with tool calls) */
+      messages?: MessageList;
+    };
   }
 }
 
@@ -36,6 +41,7 @@ function buildView(actions: {
   const messages = new MessageList();
   const composer = new Composer(actions);
   const sampling = new SamplingControls();
+  const schema = new SchemaBox();
   const stats = new StatsLine();
   const startup = new StartupLine();
   const error = new ErrorBanner();
@@ -45,8 +51,8 @@ function buildView(actions: {
       el('p', { class: 'tagline', text: 'A generative ONNX pipeline running in your browser' })),
     el('div', { class: 'app-body' },
       el('main', { class: 'chat' }, error.root, messages.root, stats.root, startup.root, composer.root),
-      el('aside', { class: 'side' }, loader.root, sampling.root)));
-  return { root, loader, messages, composer, sampling, stats, startup, error };
+      el('aside', { class: 'side' }, loader.root, sampling.root, schema.root)));
+  return { root, loader, messages, composer, sampling, schema, stats, startup, error };
 }
 
 function start(): void {
@@ -76,7 +82,7 @@ function start(): void {
       view.error.show(describeError(e), 'The runtime worker could not start');
       view.loader.setBusy(true, false);
     }
-    const hooks = { state, controller, engine };
+    const hooks = { state, controller, engine, messages: view.messages };
     window.__onnxpipe = Object.defineProperty(hooks, 'client', {
       get: () => (engine ? engineClient(engine, controller?.model ?? null) : null), enumerable: true,
     }) as typeof hooks & { client: RuntimeClient | null };

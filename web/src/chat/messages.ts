@@ -1,11 +1,26 @@
 // The conversation as bubbles; the assistant bubble being written is an aria-live region.
 
-import type { ChatMessage } from '../protocol';
+import type { ChatMessage, ToolCall } from '../protocol';
 import { el } from '../ui/dom';
 
 type Role = ChatMessage['role'];
 
-const WHO: Record<Role, string> = { user: 'You', assistant: 'Assistant', system: 'System' };
+const WHO: Record<Role, string> = { user: 'You', assistant: 'Assistant', system: 'System', tool: 'Tool' };
+
+/** A tool call as a block of its own: the function's name and its arguments pretty-printed
+ * (as sent when they are not JSON). */
+export function toolCallBlock(call: ToolCall): HTMLElement {
+  let args = call.function.arguments;
+  try {
+    args = JSON.stringify(JSON.parse(args), null, 2);
+  } catch {
+    // shown as the model wrote them
+  }
+  return el('div', { class: 'tool-call', 'data-testid': 'tool-call', 'data-name': call.function.name, 'data-id': call.id },
+    el('div', { class: 'tool-call-head' }, el('span', { class: 'tool-call-label', text: 'Tool call' }), ' ',
+      el('code', { class: 'tool-call-name', 'data-testid': 'tool-call-name', text: call.function.name })),
+    el('pre', { class: 'tool-call-args', 'data-testid': 'tool-call-args', text: args }));
+}
 
 /** One message bubble; text is always set as textContent (model output is never HTML). */
 export class Bubble {
@@ -32,13 +47,15 @@ export class Bubble {
     this.body.append(text);
   }
 
-  /** End streaming; `text` is the authoritative final text, `note` a marker such as "stopped". */
-  finish(text: string, note?: string): void {
+  /** End streaming; `text` is the authoritative final text, `note` a marker such as "stopped",
+   * `calls` the tool calls the reply made (each shown as a block after the text). */
+  finish(text: string, note?: string, calls: ToolCall[] = []): void {
     this.body.removeAttribute('aria-live');
     this.body.removeAttribute('aria-busy');
     this.root.classList.remove('streaming');
     if (this.text !== text) this.body.textContent = text;
     if (!text) this.root.classList.add('empty');
+    if (calls.length) this.root.append(...calls.map(toolCallBlock));
     if (note) {
       this.root.dataset.note = note;
       this.root.append(el('div', { class: 'msg-note', text: note }));

@@ -2,7 +2,8 @@
 // translated (and so works) or refused naming it: nothing is parsed and ignored.
 
 import type { ChatCompletionCreateParams } from 'openai/resources/chat/completions';
-import type { ChatMessage, SearchOptions, SpeculativeOptions } from '../protocol';
+import type { ChatMessage, ResponseFormat, SearchOptions, SpeculativeOptions } from '../protocol';
+import { checkToolTurns, isObject, responseFormat, toolCalls, toolChoice, tools } from './chat-structured';
 import { InputError } from './errors';
 
 /** onnxpipe's extras beside OpenAI's fields (sampling the runtime has and OpenAI does not). */
@@ -13,7 +14,11 @@ export interface OnnxpipeChatExtras {
   speculative?: SpeculativeOptions | null;
 }
 
-export type ChatParams = ChatCompletionCreateParams & OnnxpipeChatExtras;
+/** OpenAI's request (each of its stream / no-stream shapes) with response_format widened to
+ * onnxpipe's extras ({type: "regex"}, {type: "grammar"}). */
+export type ChatParams = ChatCompletionCreateParams extends infer P
+  ? P extends unknown ? Omit<P, 'response_format'> & { response_format?: ResponseFormat | null } & OnnxpipeChatExtras : never
+  : never;
 
 export interface GenerateCall {
   model: string;
@@ -25,11 +30,11 @@ export interface GenerateCall {
 
 const FIELDS = new Set([
   'model', 'messages', 'stream', 'stream_options', 'max_tokens', 'max_completion_tokens', 'temperature', 'top_p',
-  'seed', 'stop', 'n', 'top_k', 'min_p', 'repetition_penalty', 'speculative',
+  'seed', 'stop', 'n', 'top_k', 'min_p', 'repetition_penalty', 'speculative', 'response_format', 'tools', 'tool_choice',
 ]);
-const ROLES: Record<string, ChatMessage['role']> = { system: 'system', developer: 'system', user: 'user', assistant: 'assistant' };
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const ROLES: Record<string, ChatMessage['role']> = { system: 'system', developer: 'system', user: 'user', assistant: 'assistant', tool: 'tool' };
+/** The keys each role takes besides role and content. */
+const EXTRA_KEYS: Record<ChatMessage['role'], string[]> = { system: [], user: [], assistant: ['tool_calls'], tool: ['tool_call_id'] };
 
 function number(params: Record<string, unknown>, field: string, min: number, max: number, integer = false): number | undefined {
   const value = params[field];
@@ -44,16 +49,32 @@ function messages(value: unknown): ChatMessage[] {
   if (!Array.isArray(value) || value.length === 0) {
     throw new InputError(`messages: expected a non-empty array of {role, content}, found ${JSON.stringify(value)?.slice(0, 80)}`, 'messages');
   }
-  return value.map((m, i) => {
+  const list = value.map((m, i): ChatMessage => {
     const at = `messages[${i}]`;
     if (!isObject(m)) throw new InputError(`${at}: expected an object {role, content}`, at);
-    for (const key of Object.keys(m)) {
-      if (key !== 'role' && key !== 'content') throw new InputError(`${at}.${key}: not supported by onnxpipe (messages take role and content)`, `${at}.${key}`);
-    }
     const role = typeof m.role === 'string' ? ROLES[m.role] : undefined;
     if (!role) throw new InputError(`${at}.role: expected one of ${Object.keys(ROLES).join(', ')}, found ${JSON.stringify(m.role)}`, `${at}.role`);
+    const allowed = ['role', 'content', ...EXTRA_KEYS[role]];
+    for (const key of Object.keys(m)) {
+      if (!allowed.includes(key)) {
+        throw new InputError(`${at}.${key}: not supported by onnxpipe on a ${m.role} message (it takes ${allowed.join(', ')})`, `${at}.${key}`);
+      }
+    }
+    if (role === 'assistant' && m.tool_calls !== undefined && m.tool_calls !== null) {
+      // OpenAI's shape: the content of a turn that only calls tools may be null or absent
+      const calls = toolCalls(m.tool_calls, `${at}.tool_calls`);
+      return { role, content: m.content === null || m.content === undefined ? '' : content(m.content, `${at}.content`), tool_calls: calls };
+    }
+    if (role === 'tool') {
+      if (typeof m.tool_call_id !== 'string' || !m.tool_call_id) {
+        throw new InputError(`${at}.tool_call_id: expected the id of the call this answers, found ${JSON.stringify(m.tool_call_id)}`, `${at}.tool_call_id`);
+      }
+      return { role, content: content(m.content, `${at}.content`), tool_call_id: m.tool_call_id };
+    }
     return { role, content: content(m.content, `${at}.content`) };
   });
+  checkToolTurns(list);
+  return list;
 }
 
 /** A string, or text parts joined (the only part type a text model takes). */
@@ -121,5 +142,11 @@ export function generateCall(params: unknown): GenerateCall {
   const penalty = number(params, 'repetition_penalty', Number.MIN_VALUE, 100);
   if (penalty !== undefined) options.repetition_penalty = penalty;
   if (params.speculative !== undefined) options.speculative = params.speculative as SpeculativeOptions | null;   // checked by the runtime
+  const format = responseFormat(params.response_format);
+  if (format) options.response_format = format;
+  const declared = tools(params.tools);
+  if (declared) options.tools = declared;
+  const choice = toolChoice(params.tool_choice, declared);
+  if (choice) options.tool_choice = choice;
   return { model: params.model, messages: messages(params.messages), options, stream: params.stream === true, includeUsage };
 }

@@ -2,7 +2,7 @@
 // (an async iterable of chunks) or whole; an AbortSignal cancels within one decode step.
 
 import type { ChatCompletion, ChatCompletionChunk } from 'openai/resources/chat/completions';
-import type { GenerationResult, SpeculationStats } from '../protocol';
+import type { GenerationResult, GrammarInfo, SpeculationStats, ToolCall } from '../protocol';
 import { Channel } from './channel';
 import { type ChatParams, generateCall } from './chat-params';
 import { AbortError, fromRuntime } from './errors';
@@ -22,6 +22,8 @@ export interface OnnxpipeChatStats {
   decode_tokens_per_s: number;
   /** speculative decoding's drafts (the request's ``speculative``), when it ran */
   speculative?: SpeculationStats;
+  /** constrained output (response_format or a forced tool call): compile time, cache, completeness */
+  grammar?: GrammarInfo;
 }
 
 /** A chunk with onnxpipe's extra ``onnxpipe``: on a content chunk {token_ids} (the tokens that
@@ -42,7 +44,20 @@ function stats(result: GenerationResult): OnnxpipeChatStats {
   return {
     token_ids: [...result.tokens], prefill_ms: result.prefill_ms, decode_tokens_per_s: result.decode_tokens_per_s,
     ...(result.speculative ? { speculative: result.speculative } : {}),
+    ...(result.grammar ? { grammar: result.grammar } : {}),
   };
+}
+
+/** OpenAI's finish_reason: "tool_calls" when the reply is tool calls. */
+function finishOf(result: GenerationResult): Finish {
+  return (result.tool_calls?.length ? 'tool_calls' : result.finish_reason) as Finish;
+}
+
+/** The reply as OpenAI's assistant message: content null when the reply is only tool calls. */
+function message(result: GenerationResult): ChatCompletion.Choice['message'] {
+  const calls: ToolCall[] | undefined = result.tool_calls?.length ? result.tool_calls : undefined;
+  if (!calls) return { role: 'assistant', content: result.text, refusal: null };
+  return { role: 'assistant', content: result.text || null, refusal: null, tool_calls: calls.map((c) => ({ ...c, function: { ...c.function } })) };
 }
 
 export class ChatCompletions {
@@ -62,8 +77,10 @@ export class ChatCompletions {
       choices: [{ index: 0, delta, finish_reason: finish, logprobs: null }],
     });
     const channel = call.stream ? new Channel<OnnxpipeChatCompletionChunk>() : null;
+    // With tools the reply may turn out to be calls, which are not content: it is sent whole at the end.
+    const holdBack = call.options.tools !== undefined && call.options.tool_choice !== 'none';
     const run = (slot: ModelSlot) => this.generate(slot, call.messages, call.options, signal,
-      (text, ids) => channel?.push({ ...chunk({ content: text }), onnxpipe: { token_ids: ids } }));
+      (text, ids) => { if (!holdBack) channel?.push({ ...chunk({ content: text }), onnxpipe: { token_ids: ids } }); });
     const done = this.models.queue(call.model, async (slot) => {
       if (signal?.aborted) throw new AbortError();   // aborted while queued
       channel?.push(chunk({ role: 'assistant', content: '' }));
@@ -73,7 +90,7 @@ export class ChatCompletions {
       const result = await done;
       return {
         id, object: 'chat.completion', created, model: call.model,
-        choices: [{ index: 0, message: { role: 'assistant', content: result.text, refusal: null }, finish_reason: result.finish_reason as Finish, logprobs: null }],
+        choices: [{ index: 0, message: message(result), finish_reason: finishOf(result), logprobs: null }],
         usage: usage(result),
         onnxpipe: stats(result),
       };
@@ -82,7 +99,9 @@ export class ChatCompletions {
     const abortStream = () => channel.abort(new AbortError());
     signal?.addEventListener('abort', abortStream, { once: true });
     done.then((result) => {
-      channel.push({ ...chunk({}, result.finish_reason as Finish), onnxpipe: stats(result) });
+      if (holdBack && result.text) channel.push({ ...chunk({ content: result.text }), onnxpipe: { token_ids: [...result.tokens] } });
+      result.tool_calls?.forEach((c, index) => channel.push(chunk({ tool_calls: [{ index, id: c.id, type: 'function', function: { ...c.function } }] })));
+      channel.push({ ...chunk({}, finishOf(result)), onnxpipe: stats(result) });
       if (call.includeUsage) channel.push({ ...chunk({}), choices: [], usage: usage(result) });
       channel.end();
     }, (error: unknown) => channel.end(error)).finally(() => signal?.removeEventListener('abort', abortStream));
