@@ -60,6 +60,8 @@ package: web ## the npm package onnxpipe: build/package/onnxpipe-X.Y.Z.tgz (docs
 bench: models node-deps ## decode speed (per dtype too) and speech real-time factor side by side (native, then headless Chromium)
 	$(PY) bench/decode_speed.py $(SMOLLM2) --variant int4 --busy --settings all   # genai's file
 	$(PY) bench/native_variants.py $(SMOLLM2)   # which file native runs open: agreement with fp32, speed
+	test -f build/bench/check_jsonschema-0.39.0-py3-none-any.whl || $(PY) -m pip download -q --no-deps --only-binary :all: check-jsonschema==0.39.0 -d build/bench   # its vendored SchemaStore schemas
+	$(PY) bench/constrained.py $(SMOLLM2)       # json_schema vs free per token; real-world schemas that compile and validate
 	node bench/browser_decode.mjs $(SMOLLM2)
 	node bench/browser_decode.mjs $(SMOLLM2) --threads 2
 	$(PY) bench/decode_ceiling.py $(SMOLLM2)    # what one thread's memory streaming allows the wasm file

@@ -17,36 +17,51 @@ def _f32(values: Sequence[float]) -> list[float]:
     return array("f", values).tolist()
 
 
+def allowed_ids(words: Sequence[int], vocab: int) -> list[bool]:
+    """The allowed flag of each of ``vocab`` ids in one row of a uint32 bitmask (bit t % 32 of
+    word t // 32; bits past ``vocab`` ignored)."""
+    return [bool((int(words[t // 32]) >> (t % 32)) & 1) for t in range(vocab)]
+
+
 def _penalize(x: list[float], penalty: float, prev_tokens: Sequence[int],
-              suppress: Sequence[int] = ()) -> list[float]:
+              suppress: Sequence[int] = (), allowed: Sequence[int] | None = None) -> list[float]:
+    """Step 2: penalty, then the allowed bitmask (row words), then suppression; a row the
+    suppression empties keeps the bitmask alone."""
     (penalty,) = _f32([penalty])
     ids = sorted(set(prev_tokens))
     new = _f32([x[t] / penalty if x[t] > 0 else x[t] * penalty for t in ids])
     for t, v in zip(ids, new):
         x[t] = v
+    if allowed is not None:
+        x = [v if ok else -math.inf for v, ok in zip(x, allowed_ids(allowed, len(x)))]
+    masked = list(x)
     for t in suppress:
-        x[t] = -math.inf
-    return x
+        masked[t] = -math.inf
+    if allowed is not None and max(masked) == -math.inf:
+        return x
+    return masked
 
 
 def reference_greedy_token(logits_row: Sequence[float], *, penalty: float = 1.0,
-                           prev_tokens: Sequence[int] = (), suppress: Sequence[int] = ()) -> int:
-    """Pure-Python greedy: argmax after the repetition penalty and suppression, lowest index
-    on ties."""
-    x = _penalize(_f32(logits_row), penalty, prev_tokens, suppress)
+                           prev_tokens: Sequence[int] = (), suppress: Sequence[int] = (),
+                           allowed: Sequence[int] | None = None) -> int:
+    """Pure-Python greedy: argmax after the repetition penalty, the allowed bitmask (``allowed``:
+    the row's uint32 words) and suppression, lowest index on ties."""
+    x = _penalize(_f32(logits_row), penalty, prev_tokens, suppress, allowed)
     return max(range(len(x)), key=x.__getitem__)  # max keeps the first of equal keys
 
 
 def reference_next_token(logits_row: Sequence[float], *, temperature: float, top_k: int,
                          top_p: float, min_p: float, uniform: float, penalty: float = 1.0,
-                         prev_tokens: Sequence[int] = (), suppress: Sequence[int] = ()) -> int:
+                         prev_tokens: Sequence[int] = (), suppress: Sequence[int] = (),
+                         allowed: Sequence[int] | None = None) -> int:
     """Pure-Python sampling with the module's exact semantics, for one row of logits.
 
     ``logits_row`` is the last position's logits (float16 inputs: pass their exact values).
     Arithmetic is float64 except where float32 rounding decides order (penalty); results can
     differ from the graph only when ``uniform`` sits within float32 rounding of a boundary.
     """
-    x = _penalize(_f32(logits_row), penalty, prev_tokens, suppress)
+    x = _penalize(_f32(logits_row), penalty, prev_tokens, suppress, allowed)
     k = len(x) if top_k < 1 else min(int(top_k), len(x))
     # a stable sort, reversed, keeps the lower index first among equal values
     order = sorted(range(len(x)), key=x.__getitem__, reverse=True)[:k]
