@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from ..errors import InputError
+from ..grammar.check import check_output
 from ..grammar.formats import Constraint, constraint_from
 from ..loops import GenerationStep, Sequence, Timing
 from ..search.detokenize import IncrementalDetokenizer, TextStream
@@ -31,8 +32,15 @@ class Guide:
     compiled: object
     info: object   # grammar.engine.CompileInfo
 
-    def report(self, matcher) -> dict:
-        return {**self.info.to_dict(), "complete": bool(matcher.terminated)}
+    def report(self, matcher, text: str) -> dict:
+        """compile facts, ``complete`` (the grammar ended) and, when complete, ``valid`` /
+        ``error`` from grammar/check.py (the engine's known gaps caught; None: not checked)."""
+        out = {**self.info.to_dict(), "complete": bool(matcher.terminated)}
+        if out["complete"]:
+            out["valid"], error = check_output(self.constraint, text)
+            if error is not None:
+                out["error"] = error
+        return out
 
 
 @dataclass
@@ -264,4 +272,4 @@ class TextGeneration:
                                 timing.prefill_ms, timing.decode_tokens_per_s, list(self.loaded.warnings),
                                 timing.speculation.to_dict() if timing.speculation else None,
                                 sequences, padded(sequences, self.loaded.spec.tokens.pad),
-                                guide.report(self.sequence.grammar) if guide is not None else None)
+                                guide.report(self.sequence.grammar, "".join(parts)) if guide is not None else None)
