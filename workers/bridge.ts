@@ -5,6 +5,7 @@ import { Template } from '@huggingface/jinja';
 import { Tokenizer } from '@huggingface/tokenizers';
 import type * as Ort from 'onnxruntime-web';
 
+import { GrammarEngine } from './grammar';
 import { phonemize } from './phonemizer';
 
 type Dtype = 'float32' | 'float16' | 'int64' | 'int32' | 'int8' | 'uint8' | 'bool';
@@ -145,6 +146,10 @@ export const bridge = {
   /** espeak-ng IPA of one text chunk (py/onnxpipe/phonemes/web.py turns it into ids). */
   phonemize(voice: string, text: string): Promise<string> {
     return phonemize(voice, text);
+  },
+  /** The grammar engine for a bundle's vocabulary (py/onnxpipe/grammar/web.py; workers/grammar.ts). */
+  grammarEngine(vocabularyJson: string): Promise<GrammarEngine> {
+    return GrammarEngine.create(vocabularyJson, (data, dims) => new ort.Tensor('uint32', data, dims));
   },
   renderChatTemplate(source: string, contextJson: string): string {
     let template = templates.get(source);
