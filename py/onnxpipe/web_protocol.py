@@ -96,6 +96,15 @@ class BeamSequence:
 
 
 @dataclass
+class GrammarInfo:
+    kind: str
+    compile_ms: float
+    cached: bool
+    vocabulary_ms: float
+    complete: bool
+
+
+@dataclass
 class GenerationResult:
     tokens: list[int]
     text: str
@@ -107,6 +116,8 @@ class GenerationResult:
     speculative: SpeculationStats | None = optional()
     sequences: list[BeamSequence] | None = optional()
     padded: list[list[int]] | None = optional()
+    tool_calls: list[dict] | None = optional()   # OpenAI's shape, as the pipeline made them
+    grammar: GrammarInfo | None = optional()
 
 
 @dataclass
@@ -203,7 +214,7 @@ class RunResult:
 
 # The dataclasses above, each checked against the interface of its name in web/src/protocol.ts.
 WIRE_TYPES = (SessionInfo, ControlInfo, OpenedBundle, FilesNeeded, TokenEvent, SpeculationStats,
-              BeamSequence, GenerationResult, SentenceInfo, SpeechResult, TranscriptWindow,
+              BeamSequence, GrammarInfo, GenerationResult, SentenceInfo, SpeechResult, TranscriptWindow,
               TranscriptionResult, VadEvent, VoiceActivityResult, ListenStarted, ListenHeard,
               StepEvent, RunResult)
 
@@ -218,7 +229,8 @@ def generation_result(result) -> GenerationResult:
         prefill_ms=round(result.prefill_ms, 3), decode_tokens_per_s=round(result.decode_tokens_per_s, 3),
         speculative=None if spec is None else SpeculationStats(**spec),
         sequences=None if result.sequences is None else [BeamSequence(**s) for s in result.sequences],
-        padded=result.padded)
+        padded=result.padded, tool_calls=getattr(result, "tool_calls", None),
+        grammar=None if result.grammar is None else GrammarInfo(**result.grammar))
 
 
 def sentence_info(sentence) -> SentenceInfo:

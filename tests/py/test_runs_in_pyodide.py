@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "py" / "onnxpipe"
-NATIVE_ONLY = {"backends/native.py", "text/native.py"}          # CPython + onnxruntime/tokenizers
+NATIVE_ONLY = {"backends/native.py", "text/native.py",          # CPython + onnxruntime/tokenizers
+               "grammar/native.py"}                            # + xgrammar
 CPYTHON_ONLY_DIRS = {"export"}                                   # model builders (`make models`)
 BROWSER_MODULES = {"js", "pyodide", "ort", "onnxpipe_js"}
 LAZY_NATIVE = {"text/chat_template.py": {"jinja2"},             # imported only when rendering natively

@@ -33,6 +33,41 @@ export interface SearchOptions {
   num_return_sequences?: number; // 1..num_beams
   // drafts verified several tokens per decoder pass; null turns off the bundle's default
   speculative?: SpeculativeOptions | null;
+  // constrained output (OpenAI's shape; regex and grammar are onnxpipe's): the reply follows it
+  response_format?: ResponseFormat | null;
+  tools?: Tool[]; // functions the model may call (OpenAI's shape); chat only
+  tool_choice?: ToolChoice;
+}
+
+export type ResponseFormat =
+  | { type: 'text' }
+  | { type: 'json_object' }
+  | { type: 'json_schema'; json_schema: { name: string; schema: Record<string, unknown>; strict?: boolean; description?: string } }
+  | { type: 'regex'; regex: string }
+  | { type: 'grammar'; grammar: string; syntax?: 'ebnf' };
+
+export interface Tool {
+  type: 'function';
+  function: { name: string; description?: string; parameters?: Record<string, unknown>; strict?: boolean };
+}
+
+export type ToolChoice = 'auto' | 'none' | 'required' | { type: 'function'; function: { name: string } };
+
+/** A function call the model made (OpenAI's shape): arguments is a JSON string. */
+export interface ToolCall {
+  id: string;
+  type: 'function';
+  function: { name: string; arguments: string };
+}
+
+/** How a constrained reply was compiled (the first constraint of a bundle also gave the engine
+ * its vocabulary: vocabulary_ms). */
+export interface GrammarInfo {
+  kind: string;
+  compile_ms: number;
+  cached: boolean;
+  vocabulary_ms: number;
+  complete: boolean; // the grammar ended: the text is a whole match (false with finish_reason "length")
 }
 
 export interface SpeculativeOptions {
@@ -51,8 +86,10 @@ export interface RunOptions {
 }
 
 export interface ChatMessage {
-  role: 'system' | 'user' | 'assistant';
-  content: string;
+  role: 'system' | 'user' | 'assistant' | 'tool';
+  content: string | null;
+  tool_calls?: ToolCall[]; // an assistant turn that called functions
+  tool_call_id?: string; // a tool turn: the call it answers
 }
 
 /** A tensor given by the caller: flat values and shape (dtype from the session input). */
@@ -170,6 +207,8 @@ export interface GenerationResult {
   speculative?: SpeculationStats;
   sequences?: BeamSequence[]; // beam search only: best first; tokens/text above are the first's
   padded?: number[][]; // beam search with tokens.pad: those sequences' tokens filled with it to the longest
+  tool_calls?: ToolCall[]; // the reply as function calls (finish_reason "tool_calls")
+  grammar?: GrammarInfo; // a constrained reply: how its constraint was compiled
 }
 
 export interface SentenceInfo {
