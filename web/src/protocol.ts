@@ -86,11 +86,25 @@ export interface RunOptions {
 }
 
 export interface ChatMessage {
-  role: 'system' | 'user' | 'assistant' | 'tool';
-  content: string | null;
-  tool_calls?: ToolCall[]; // an assistant turn that called functions
-  tool_call_id?: string; // a tool turn: the call it answers
+  role: 'system' | 'user' | 'assistant';
+  content: string;
 }
+
+/** Tool calling's turns (OpenAI's shape): an assistant turn that called functions, and a tool
+ * turn answering one of those calls. */
+export interface ToolCallMessage {
+  role: 'assistant';
+  content: string | null;
+  tool_calls: ToolCall[];
+}
+
+export interface ToolMessage {
+  role: 'tool';
+  content: string;
+  tool_call_id: string;
+}
+
+export type Message = ChatMessage | ToolCallMessage | ToolMessage;
 
 /** A tensor given by the caller: flat values and shape (dtype from the session input). */
 export interface TensorInput {
@@ -417,7 +431,7 @@ export interface Verbs {
   };
   generate: {
     args: {
-      messages?: ChatMessage[]; prompt?: string; input_ids?: number[]; options?: SearchOptions;
+      messages?: Message[]; prompt?: string; input_ids?: number[]; options?: SearchOptions;
       images?: ImageInput[]; // vision-language bundles: one image token in the prompt per image
     };
     result: GenerationResult; events: { token: TokenEvent };
