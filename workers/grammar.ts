@@ -6,6 +6,9 @@
 import type * as Ort from 'onnxruntime-web';
 import type * as Xgr from '@mlc-ai/web-xgrammar';
 
+import type { Manifest } from './storage/bundle-index';
+import type { BundleStore } from './storage/store';
+
 type XgrModule = typeof Xgr;
 let xgrModule: Promise<XgrModule> | null = null;
 const xgr = (): Promise<XgrModule> => (xgrModule ??= import('@mlc-ai/web-xgrammar'));
@@ -30,6 +33,38 @@ interface Constraint {
   strict: boolean;
   field: string;
 }
+
+// ---- the vocabulary, kept next to the loaded bundle --------------------------------------------
+
+let storage: { store: BundleStore; sha256: Map<string, string> } | null = null;
+
+/** The loaded bundle's storage (workers/bundle-loader.ts), where vocabularies are kept. */
+export function useBundleStorage(store: BundleStore, manifest: Manifest): void {
+  storage = { store, sha256: new Map(manifest.files.map((f) => [f.path, f.sha256])) };
+}
+
+/** The stored name of the vocabulary read from ``tokenizer`` (a bundle path) with ``inputs``
+ * (logits width, stop ids, format version): named by the file's sha256, so a changed
+ * tokenizer.json is read again. Null when the bundle isn't in storage. */
+function vocabularyName(tokenizer: string, inputs: string): string | null {
+  const sha = storage?.sha256.get(tokenizer);
+  return sha && /^[\w.-]+$/.test(inputs) ? `grammar-vocabulary-${sha.slice(0, 32)}-${inputs}.json` : null;
+}
+
+/** The GrammarVocabulary JSON stored for this bundle, or null. */
+export async function storedVocabulary(tokenizer: string, inputs: string): Promise<string | null> {
+  const name = vocabularyName(tokenizer, inputs);
+  return name ? storage!.store.derived(name).catch(() => null) : null;
+}
+
+/** Keep the GrammarVocabulary JSON next to the bundle (best effort: a full quota only costs a
+ * read of tokenizer.json next time). */
+export async function storeVocabulary(tokenizer: string, inputs: string, json: string): Promise<void> {
+  const name = vocabularyName(tokenizer, inputs);
+  if (name) await storage!.store.saveDerived(name, json).catch(() => undefined);
+}
+
+// ---- the engine -------------------------------------------------------------------------------
 
 type MakeTensor = (data: Uint32Array, dims: number[]) => Ort.Tensor;
 

@@ -14,12 +14,28 @@ import onnxpipe_js  # type: ignore[import-not-found]  (workers/bridge.ts, Pyodid
 from pyodide.ffi import JsException, run_sync, to_js  # type: ignore[import-not-found]
 
 from .formats import Constraint, GrammarError
-from .vocabulary import GrammarVocabulary
+from .vocabulary import GrammarVocabulary, VocabularySource
 
 
 def _message(exc: JsException) -> str:
     text = str(getattr(exc, "message", "") or exc)
     return text.removeprefix("Error: ").strip().splitlines()[0] if text.strip() else type(exc).__name__
+
+
+def load_vocabulary(source) -> GrammarVocabulary:
+    """The bundle's vocabulary: the copy kept next to the bundle in this device's storage, else
+    read from tokenizer.json and kept there (workers/grammar.ts)."""
+    if not isinstance(source, VocabularySource):
+        return source()
+    try:
+        stored = run_sync(onnxpipe_js.storedVocabulary(source.bundle_path, source.inputs))
+        if stored is not None:
+            return VocabularySource.from_json(str(stored))
+    except (JsException, ValueError, KeyError, TypeError):   # unreadable: read tokenizer.json again
+        pass
+    vocabulary = source()
+    run_sync(onnxpipe_js.storeVocabulary(source.bundle_path, source.inputs, vocabulary.to_json()))
+    return vocabulary
 
 
 class Engine:
