@@ -51,12 +51,29 @@ class Engine:
         wire = json.dumps({"kind": c.kind, "source": c.source, "strict": bool(getattr(c, "strict", False)),
                            "field": c.field}, ensure_ascii=False)
         try:
-            return run_sync(self._js.compile(wire))
+            return Compiled(run_sync(self._js.compile(wire)))
         except JsException as exc:   # the worker's message names c.field already
             raise GrammarError(_message(exc)) from None
 
-    def matcher(self, compiled, stop_ids: tuple[int, ...], rows: int) -> "Matcher":
-        return Matcher(run_sync(self._js.matcher(compiled, to_js(list(stop_ids)), rows)))
+    def matcher(self, compiled: "Compiled", stop_ids: tuple[int, ...], rows: int) -> "Matcher":
+        return Matcher(run_sync(self._js.matcher(compiled.js, to_js(list(stop_ids)), rows)))
+
+
+class Compiled:
+    """A compiled grammar in the worker's wasm heap, freed when GrammarSession drops it."""
+
+    def __init__(self, js_compiled):
+        self.js = js_compiled
+
+    def __del__(self):
+        _dispose(self.js)
+
+
+def _dispose(handle) -> None:
+    try:
+        handle.dispose()
+    except Exception:   # the worker already gone
+        pass
 
 
 class Matcher:
@@ -81,7 +98,4 @@ class Matcher:
         return bool(self._m.isTerminated())
 
     def __del__(self):
-        try:
-            self._m.dispose()
-        except Exception:   # the worker already gone
-            pass
+        _dispose(self._m)
