@@ -5,6 +5,7 @@ import { Template } from '@huggingface/jinja';
 import { Tokenizer } from '@huggingface/tokenizers';
 import type * as Ort from 'onnxruntime-web';
 
+import { GrammarEngine, storedVocabulary, storeVocabulary } from './grammar';
 import { phonemize } from './phonemizer';
 
 type Dtype = 'float32' | 'float16' | 'int64' | 'int32' | 'int8' | 'uint8' | 'bool';
@@ -146,6 +147,13 @@ export const bridge = {
   phonemize(voice: string, text: string): Promise<string> {
     return phonemize(voice, text);
   },
+  /** The grammar engine for a bundle's vocabulary (py/onnxpipe/grammar/web.py; workers/grammar.ts). */
+  grammarEngine(vocabularyJson: string): Promise<GrammarEngine> {
+    return GrammarEngine.create(vocabularyJson, (data, dims) => new ort.Tensor('uint32', data, dims));
+  },
+  /** The grammar vocabulary kept next to the bundle (read from ``tokenizer`` with ``inputs``), or null. */
+  storedVocabulary,
+  storeVocabulary,
   renderChatTemplate(source: string, contextJson: string): string {
     let template = templates.get(source);
     if (!template) {

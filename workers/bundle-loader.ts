@@ -1,6 +1,7 @@
 // Load a model bundle for the worker: manifest.json, then each file the engine needs from
 // this device's storage (workers/storage/), downloaded and verified once when missing.
 
+import { useBundleStorage } from './grammar';
 import type { ManifestFile } from './storage/bundle-index';
 import { LoadError } from './storage/errors';
 import { checkBundleOrigin, checkManifestPaths } from './storage/origin';
@@ -47,6 +48,7 @@ export async function loadBundle(
   const out = new Map<string, BundleFile>(small);
   for (const file of large) out.set(file.path, await engineFile(file, await store.file(file, progress)));
   await store.finish(manifest);
+  useBundleStorage(store, manifest);
   return out;
 }
 

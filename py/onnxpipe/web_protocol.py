@@ -96,6 +96,18 @@ class BeamSequence:
 
 
 @dataclass
+class GrammarInfo:
+    kind: str
+    compile_ms: float
+    cached: bool
+    vocabulary_ms: float
+    complete: bool
+    # when complete: checked against the constraint (grammar/check.py); None: not checked
+    valid: bool | None = optional()
+    error: str | None = optional()
+
+
+@dataclass
 class GenerationResult:
     tokens: list[int]
     text: str
@@ -107,8 +119,8 @@ class GenerationResult:
     speculative: SpeculationStats | None = optional()
     sequences: list[BeamSequence] | None = optional()
     padded: list[list[int]] | None = optional()
-    tool_calls: list[dict] | None = optional()   # OpenAI's {id, type, function: {name, arguments}}
-    grammar: dict | None = optional()   # kind, compile_ms, cached, vocabulary_ms, complete
+    tool_calls: list[dict] | None = optional()   # OpenAI's shape, as the pipeline made them
+    grammar: GrammarInfo | None = optional()
 
 
 @dataclass
@@ -205,7 +217,7 @@ class RunResult:
 
 # The dataclasses above, each checked against the interface of its name in web/src/protocol.ts.
 WIRE_TYPES = (SessionInfo, ControlInfo, OpenedBundle, FilesNeeded, TokenEvent, SpeculationStats,
-              BeamSequence, GenerationResult, SentenceInfo, SpeechResult, TranscriptWindow,
+              BeamSequence, GrammarInfo, GenerationResult, SentenceInfo, SpeechResult, TranscriptWindow,
               TranscriptionResult, VadEvent, VoiceActivityResult, ListenStarted, ListenHeard,
               StepEvent, RunResult)
 
@@ -220,7 +232,8 @@ def generation_result(result) -> GenerationResult:
         prefill_ms=round(result.prefill_ms, 3), decode_tokens_per_s=round(result.decode_tokens_per_s, 3),
         speculative=None if spec is None else SpeculationStats(**spec),
         sequences=None if result.sequences is None else [BeamSequence(**s) for s in result.sequences],
-        padded=result.padded, grammar=result.grammar)
+        padded=result.padded, tool_calls=getattr(result, "tool_calls", None),
+        grammar=None if result.grammar is None else GrammarInfo(**result.grammar))
 
 
 def sentence_info(sentence) -> SentenceInfo:

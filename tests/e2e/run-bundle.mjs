@@ -9,6 +9,12 @@
 //        [--length-penalty F] [--early-stopping true|false|never] [--num-return-sequences N]
 //        (search options as `python -m onnxpipe run` takes them; beam search's returned
 //        sequences come back in "sequences")
+//        [--sample] [--temperature F] [--top-k N] [--top-p F] [--repetition-penalty F] [--seed N]
+//        (with --input-ids/--prompt/--chat, --seed is the sampling seed: random_seed)
+//        [--response-format json|FILE.json] [--regex PATTERN] [--grammar FILE.ebnf]
+//        [--tools FILE.json] [--tool-choice auto|none|required|NAME]
+//        (constrained output as `python -m onnxpipe run` takes it: json = {"type": "json_object"},
+//        a file a JSON schema named for the file's stem; tools a list of OpenAI tools)
 //        [--image FILE]... (vision-language bundles, as `python -m onnxpipe run --image`: the
 //        worker decodes each PNG/JPEG; one image token in the prompt per image)
 //   node tests/e2e/run-bundle.mjs BUNDLE_DIR --input NAME=VALUES... [--out x.png] [--steps N]
@@ -86,6 +92,24 @@ export function parseArgs(argv) {
         (a.inputs ??= {})[name] = tensor;
         break;
       }
+      case '--response-format': a.search.response_format = responseFormatArg(value()); break;
+      case '--regex': a.search.response_format = { type: 'regex', regex: value() }; break;
+      case '--grammar': a.search.response_format = { type: 'grammar', grammar: readArg(arg, value()) }; break;
+      case '--tools': {
+        const tools = JSON.parse(readArg(arg, value()));
+        if (!Array.isArray(tools)) throw new Error('--tools: expected a JSON file holding a list of OpenAI tools');
+        a.search.tools = tools;
+        break;
+      }
+      case '--tool-choice': {
+        const v = value();
+        a.search.tool_choice = ['auto', 'none', 'required'].includes(v) ? v : { type: 'function', function: { name: v } };
+        break;
+      }
+      case '--sample': a.sample = true; break;
+      case '--temperature': case '--top-p': case '--repetition-penalty':
+        a.search[arg.slice(2).replaceAll('-', '_')] = numberArg(arg, value(), false); break;
+      case '--top-k': a.search.top_k = numberArg(arg, value(), true); break;
       case '--steps': a.runOptions.num_steps = numberArg(arg, value(), true); break;
       case '--seed': a.runOptions.seed = numberArg(arg, value(), true); break;
       case '--guidance-scale': a.runOptions.guidance_scale = numberArg(arg, value(), false); break;
@@ -137,6 +161,10 @@ export function parseArgs(argv) {
   if (pos.length !== 1) throw new Error(USAGE);
   a.bundle = path.resolve(pos[0]);
   if (!fs.existsSync(a.bundle) || !fs.statSync(a.bundle).isDirectory()) throw new Error(`${pos[0]}: not a folder`);
+  if ([a.inputIds, a.prompt, a.chat].some((x) => x !== undefined) && a.runOptions.seed !== undefined) {
+    a.search.random_seed = a.runOptions.seed;   // a generation's seed is its sampling seed
+    delete a.runOptions.seed;
+  }
   // a one-pass run (as the CLI: --input, --out without --text, or a denoising option)
   a.once = a.text === undefined && (a.inputs !== undefined || a.out !== undefined || Object.keys(a.runOptions).length > 0);
   const inputs = [a.inputIds, a.prompt, a.chat, a.text, a.audio, a.once || undefined].filter((x) => x !== undefined);
@@ -181,6 +209,28 @@ export function tensorArg(text) {
   return [name, { values, shape }];
 }
 
+/** A file's text for ``flag``. */
+function readArg(flag, file) {
+  try {
+    return fs.readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new Error(`${flag} ${file}: ${error.message}`);
+  }
+}
+
+/** --response-format json (any JSON object) or FILE.json (a JSON schema, named for the file's stem). */
+export function responseFormatArg(text) {
+  if (text === 'json') return { type: 'json_object' };
+  let schema;
+  try {
+    schema = JSON.parse(readArg('--response-format', text));
+  } catch (error) {
+    throw new Error(`--response-format: expected json or a JSON schema file: ${error.message}`);
+  }
+  const name = path.basename(text).replace(/\.[^.]*$/, '').replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 64) || 'schema';
+  return { type: 'json_schema', json_schema: { name, schema } };
+}
+
 /** The run request of a one-pass bundle the CLI words stand for. */
 export function runRequestOf(a) {
   return { inputs: a.inputs ?? {}, options: { ...a.runOptions } };
@@ -190,6 +240,7 @@ export function runRequestOf(a) {
 export function requestOf(a) {
   const options = { ...a.search };
   if (a.greedy) options.do_sample = false;
+  if (a.sample) options.do_sample = true;
   if (a.maxNewTokens !== undefined) options.max_new_tokens = a.maxNewTokens;
   if (a.ignoreEos) options.ignore_eos = true;
   if (a.chat !== undefined) return { messages: [{ role: 'user', content: a.chat }], options };

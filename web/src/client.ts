@@ -2,7 +2,7 @@
 // worker protocol (protocol.ts) through a supervised worker (supervisor.ts, transport.ts).
 
 import type {
-  AudioClip, ChatMessage, ControlValue, ExecutionProvider, GenerationResult, ImageInput, LoadedInfo, ProgressEvent, RunOptions,
+  AudioClip, ControlValue, ExecutionProvider, GenerationResult, ImageInput, LoadedInfo, Message, ProgressEvent, RunOptions,
   RunOutput, SearchOptions, SentenceInfo, Speech, SpeechEvent, StoredBundle, TensorInput, ThreadChoice, TranscriptWindow,
   TranscriptionResult, VoiceActivityResult, WasmMemory, WorkerMessage,
 } from './protocol';
@@ -25,7 +25,7 @@ export interface LoadOptions {
 }
 
 export interface GenerateRequest {
-  messages?: ChatMessage[];
+  messages?: Message[]; // chat turns, tool calling's included
   prompt?: string;
   input_ids?: number[];
   options?: SearchOptions;

@@ -53,6 +53,8 @@ export interface ChatTool {
   function: { name: string; description?: string; parameters?: Record<string, unknown>; strict?: boolean | null };
 }
 
+export type Tool = ChatTool;
+
 export type ToolChoice = 'auto' | 'none' | 'required' | { type: 'function'; function: { name: string } };
 
 /** A call the model made, in OpenAI's shape (arguments: a JSON string). */
@@ -70,6 +72,10 @@ export interface GrammarInfo {
   cached: boolean;
   vocabulary_ms: number;
   complete: boolean;
+  // when complete: the output checked against its constraint (py/onnxpipe/grammar/check.py);
+  // null where nothing could check it (no JSON Schema validator in the worker)
+  valid?: boolean | null;
+  error?: string;
 }
 
 export interface SpeculativeOptions {
@@ -92,6 +98,22 @@ export type ChatMessage =
   | { role: 'system' | 'user'; content: string }
   | { role: 'assistant'; content: string; tool_calls?: ToolCall[] }
   | { role: 'tool'; content: string; tool_call_id: string };
+
+/** Tool calling's turns (OpenAI's shape): an assistant turn that called functions, and a tool
+ * turn answering one of those calls. */
+export interface ToolCallMessage {
+  role: 'assistant';
+  content: string | null;
+  tool_calls: ToolCall[];
+}
+
+export interface ToolMessage {
+  role: 'tool';
+  content: string;
+  tool_call_id: string;
+}
+
+export type Message = ChatMessage | ToolCallMessage | ToolMessage;
 
 /** A tensor given by the caller: flat values and shape (dtype from the session input). */
 export interface TensorInput {
@@ -418,7 +440,7 @@ export interface Verbs {
   };
   generate: {
     args: {
-      messages?: ChatMessage[]; prompt?: string; input_ids?: number[]; options?: SearchOptions;
+      messages?: Message[]; prompt?: string; input_ids?: number[]; options?: SearchOptions;
       images?: ImageInput[]; // vision-language bundles: one image token in the prompt per image
     };
     result: GenerationResult; events: { token: TokenEvent };

@@ -115,6 +115,23 @@ export class BundleStore {
     return new Blob(chunks);
   }
 
+  /** Text the worker derived from this bundle's files (the grammar engine's vocabulary), kept
+   * next to them as derived/<name>; null when not stored or without OPFS. */
+  async derived(name: string): Promise<string | null> {
+    if (!this.dir) return null;
+    const folder = await childDir(this.dir, 'derived', false);
+    const handle = folder && await childFile(folder, name);
+    return handle ? (await handle.getFile()).text() : null;
+  }
+
+  async saveDerived(name: string, text: string): Promise<void> {
+    if (!this.dir) return;
+    const handle = (await childFile((await childDir(this.dir, 'derived', true))!, name, true))!;
+    const out = await handle.createWritable();
+    await out.write(text);
+    await out.close();
+  }
+
   /** Save the manifest and drop stored files the manifest no longer lists (old versions). */
   async finish(manifest: Manifest): Promise<void> {
     if (!this.dir || !this.blobs) return;

@@ -58,7 +58,8 @@ class GrammarSession:
             return 0.0
         module = importlib.import_module(ENGINES[self.backend_name])
         start = time.perf_counter()
-        vocabulary: GrammarVocabulary = self._load_vocabulary()
+        load = getattr(module, "load_vocabulary", None)   # an engine that keeps it (the browser's)
+        vocabulary: GrammarVocabulary = load(self._load_vocabulary) if load else self._load_vocabulary()
         self.engine = module.Engine(vocabulary)
         return (time.perf_counter() - start) * 1000.0
 

@@ -99,6 +99,34 @@ def encoded_vocab(tokenizer: dict, where: str) -> list[str]:
     return out
 
 
+@dataclass(frozen=True)
+class VocabularySource:
+    """Where a bundle's GrammarVocabulary comes from; calling it reads it. An engine module may
+    define ``load_vocabulary(source)`` to keep the result (the browser keeps it next to the
+    bundle, named by ``bundle_path`` and ``inputs``)."""
+    tokenizer_file: str
+    bundle_path: str               # tokenizer_file relative to the bundle folder
+    vocab_size: int | None
+    stop_ids: tuple[int, ...]
+
+    def __call__(self) -> GrammarVocabulary:
+        return read_vocabulary(self.tokenizer_file, self.vocab_size, self.stop_ids)
+
+    @property
+    def inputs(self) -> str:
+        """What the vocabulary depends on besides the file: a file-name-safe key."""
+        return f"v{FORMAT}-{self.vocab_size or 0}-" + "_".join(str(i) for i in sorted(self.stop_ids))
+
+    @staticmethod
+    def from_json(text: str) -> GrammarVocabulary:
+        data = json.loads(text)
+        return GrammarVocabulary(tuple(data["encoded"]), data["vocab_type"], bool(data["add_prefix_space"]),
+                                 int(data["vocab_size"]), tuple(int(i) for i in data["stop_ids"]))
+
+
+FORMAT = 1   # of GrammarVocabulary.to_json(): raise it when what read_vocabulary makes changes
+
+
 def read_vocabulary(tokenizer_file: str, vocab_size: int | None, stop_ids) -> GrammarVocabulary:
     """The GrammarVocabulary of a bundle's tokenizer.json for logits ``vocab_size`` wide."""
     try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 
 from ..engine import controls as control_values
 from ..engine.build import assemble, structure
@@ -172,13 +173,15 @@ class LoadedPipeline:
         the first constrained call and keeps compiled grammars."""
         if self._grammar is None:
             from ..grammar.engine import GrammarSession
-            from ..grammar.vocabulary import read_vocabulary
+            from ..grammar.vocabulary import VocabularySource
             from ..text.base import resolve_text_files
 
             self.tokenizer()   # a clear error for a bundle without one
             tokenizer_file = resolve_text_files(self.config.bundle_dir, self.spec.preprocessing.text).tokenizer
             self._grammar = GrammarSession(
-                self.backend.name, lambda: read_vocabulary(tokenizer_file, self.vocab_size, self.eos))
+                self.backend.name, VocabularySource(
+                    tokenizer_file, os.path.relpath(tokenizer_file, self.config.bundle_dir).replace(os.sep, "/"),
+                    self.vocab_size, tuple(self.eos)))
         return self._grammar
 
     def sampler(self, options) -> Sampler:
