@@ -16,7 +16,8 @@ NATIVE_ONLY = {"backends/native.py", "text/native.py",          # CPython + onnx
 CPYTHON_ONLY_DIRS = {"export"}                                   # model builders (`make models`)
 BROWSER_MODULES = {"js", "pyodide", "ort", "onnxpipe_js"}
 LAZY_NATIVE = {"text/chat_template.py": {"jinja2"},             # imported only when rendering natively
-               "image/files.py": {"PIL"}}                       # image files natively (the CLI)
+               "image/files.py": {"PIL"},                        # image files natively (the CLI)
+               "grammar/check.py": {"jsonschema"}}               # where installed; the worker reports "not checked"
 
 
 def imported_names(path: Path) -> set[str]:
