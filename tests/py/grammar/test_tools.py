@@ -9,6 +9,7 @@ a fresh XGrammar matcher of the same constraint.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import jsonschema
@@ -246,3 +247,38 @@ def test_cli_flags(bundle, tmp_path, capsys):
     grammar.write_text('root ::= "yes" | "no"')
     assert main(["run", str(bundle), "--prompt", "hi", "--max-new-tokens", "4", "--json", "--grammar", str(grammar)]) == 0
     assert json.loads(capsys.readouterr().out)["text"] in ("yes", "no")
+
+
+def test_declared_syntax_on_a_bundle_whose_template_shows_none(tmp_path):
+    from onnxpipe.cli import main
+
+    folder = tmp_path / "chatml"
+    shutil.copytree(ensure("tjs_qwen2"), folder)   # ChatML: no tool syntax to detect
+    assert main(["convert", str(folder)]) == 0
+    document = json.loads((folder / "pipeline.json").read_text())
+    text = document.setdefault("preprocessing", {}).setdefault("text", {})
+    text["tool_calls"] = {"begin": "<call>", "end": "</call>", "parallel": False}
+    (folder / "pipeline.json").write_text(json.dumps(document))
+    pipe = onnxpipe.load(str(folder))
+    for seed in range(4):
+        result = pipe.chat(ASK, tools=TOOLS, tool_choice={"type": "function", "function": {"name": "add"}},
+                           seed=seed, **{**RUN, "max_length": 200})
+        _check_calls(result, {"add"})
+        assert pipe.loaded.tokenizer().decode(result.tokens).startswith('<call>{"name": "add", "arguments": ')
+        assert len(result.tool_calls or []) <= 1
+
+
+def test_named_tool_use_template_is_rendered_with_tools(tmp_path):
+    from onnxpipe.text.native import load_text_processor
+
+    folder = tmp_path / "named"
+    shutil.copytree(ensure("tjs_qwen2"), folder)
+    (folder / "chat_template.jinja").unlink()
+    config = json.loads((folder / "tokenizer_config.json").read_text())
+    config["chat_template"] = [{"name": "default", "template": "plain:{{ messages[0].content }}"},
+                               {"name": "tool_use", "template": "tools:{{ tools | length }}"}]
+    (folder / "tokenizer_config.json").write_text(json.dumps(config))
+    text = load_text_processor(folder)
+    assert text.apply_chat_template(ASK) == "plain:What is 2 + 3?"
+    assert text.apply_chat_template(ASK, tools=TOOLS) == "tools:2"
+    assert text.chat_template_source(tools=True) == "tools:{{ tools | length }}"
