@@ -32,7 +32,7 @@ class Conversation:
                 raise InputError(f"chat: messages[{i}] must be an object with role and content")
             if not isinstance(m["role"], str) or not m["role"]:
                 raise InputError(f"chat: messages[{i}].role: expected a role name (a string), found {m['role']!r:.40}")
-            if isinstance(m["content"], str):
+            if isinstance(m.get("content"), str):
                 check_unicode(f"chat: messages[{i}].content", m["content"])
             elif calls and m.get("content") is None:   # OpenAI: an assistant's tool calls alone
                 pass

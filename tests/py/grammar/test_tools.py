@@ -84,7 +84,9 @@ def test_prompt_matches_transformers_apply_chat_template(pipe, bundle):
     from transformers import AutoTokenizer
 
     hf = AutoTokenizer.from_pretrained(str(bundle))
-    for ours, theirs in ((ASK, ASK), (_conversation(True), _conversation(False))):
+    no_content = _conversation(True)
+    del no_content[1]["content"]
+    for ours, theirs in ((ASK, ASK), (_conversation(True), _conversation(False)), (no_content, _conversation(False))):
         text = hf.apply_chat_template(theirs, tools=TOOLS, tokenize=False, add_generation_prompt=True)
         assert "get_weather" in text
         assert pipe.chat_prompt_ids(ours, TOOLS) == pipe.loaded.tokenizer().encode(text, add_special_tokens=False)
