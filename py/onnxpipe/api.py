@@ -97,17 +97,22 @@ class Pipeline:
         return self.generation.generate(prompt, input_ids, max_new_tokens, inputs, on_event,
                                         cancel, images, **search)
 
-    def chat_prompt_ids(self, messages: list[dict]) -> list[int]:
-        return self.conversation.prompt_ids(messages)
+    def chat_prompt_ids(self, messages: list[dict], tools: list[dict] | None = None) -> list[int]:
+        return self.conversation.prompt_ids(messages, tools)
 
-    def chat_stream(self, messages: list[dict], max_new_tokens=None, **search) -> Iterator[StreamEvent]:
-        """Continue the conversation: only tokens the state hasn't seen are run."""
-        return self.conversation.stream(messages, max_new_tokens, **search)
+    def chat_stream(self, messages: list[dict], max_new_tokens=None, response_format=None, tools=None,
+                    tool_choice=None, **search) -> Iterator[StreamEvent]:
+        """Continue the conversation: only tokens the state hasn't seen are run. ``tools`` (OpenAI
+        function tools) and ``tool_choice`` ("auto", "none", "required" or a named function): the
+        last event carries the reply's tool_calls (see Conversation.stream)."""
+        return self.conversation.stream(messages, max_new_tokens, response_format=response_format,
+                                        tools=tools, tool_choice=tool_choice, **search)
 
     def chat(self, messages: list[dict], max_new_tokens=None, on_event=None, cancel=None,
-             **search) -> GenerationResult:
-        """Continue the conversation and return the whole reply."""
-        return self.conversation.chat(messages, max_new_tokens, on_event, cancel, **search)
+             response_format=None, tools=None, tool_choice=None, **search) -> GenerationResult:
+        """Continue the conversation and return the whole reply (``tool_calls`` when it calls tools)."""
+        return self.conversation.chat(messages, max_new_tokens, on_event, cancel, response_format=response_format,
+                                      tools=tools, tool_choice=tool_choice, **search)
 
     def run(self, inputs=None, **controls) -> RunResult:
         """Run a single-pass pipeline once on ``inputs`` (name -> (flat values, shape) or an

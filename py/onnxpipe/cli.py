@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 
 from .errors import InputError, OnnxpipeError
@@ -82,6 +83,51 @@ def _search_options(a) -> dict:
         opts["speculative"] = None
     elif a.speculative is not None:
         opts["speculative"] = {"method": a.speculative, **tuning}
+    return opts
+
+
+def _structure_args(p: argparse.ArgumentParser) -> None:
+    shape = p.add_mutually_exclusive_group()
+    shape.add_argument("--response-format", metavar="json|FILE.json",
+                       help="constrain the output: json (any JSON object) or a JSON schema file (named by its stem)")
+    shape.add_argument("--regex", metavar="PATTERN", help="constrain the output to a regular expression")
+    shape.add_argument("--grammar", metavar="FILE.ebnf", help="constrain the output to an EBNF grammar (root rule: root)")
+    p.add_argument("--tools", metavar="FILE.json", help="with --chat: a JSON list of OpenAI function tools")
+    p.add_argument("--tool-choice", metavar="auto|none|required|NAME",
+                   help="with --tools: whether and which tool the reply calls (NAME: that function)")
+
+
+def _read(path: str, flag: str, as_json: bool):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f) if as_json else f.read()
+    except OSError as exc:
+        raise InputError(f"{flag} {path}: cannot read it: {exc.strerror}") from None
+    except ValueError as exc:
+        raise InputError(f"{flag} {path}: not JSON: {exc}") from None
+
+
+def _structure_options(a) -> dict:
+    """--response-format / --regex / --grammar / --tools / --tool-choice as call keywords."""
+    opts: dict = {}
+    if a.response_format == "json":
+        opts["response_format"] = {"type": "json_object"}
+    elif a.response_format is not None:
+        name = re.sub(r"[^A-Za-z0-9_-]", "_", os.path.splitext(os.path.basename(a.response_format))[0])[:64]
+        schema = _read(a.response_format, "--response-format", True)
+        opts["response_format"] = {"type": "json_schema", "json_schema": {"name": name or "schema", "schema": schema}}
+    elif a.regex is not None:
+        opts["response_format"] = {"type": "regex", "regex": a.regex}
+    elif a.grammar is not None:
+        opts["response_format"] = {"type": "grammar", "grammar": _read(a.grammar, "--grammar", False)}
+    if a.tools is not None:
+        opts["tools"] = _read(a.tools, "--tools", True)
+    if a.tool_choice is not None:
+        if a.tools is None:
+            raise InputError("--tool-choice: give --tools FILE.json too")
+        choice = a.tool_choice
+        opts["tool_choice"] = choice if choice in ("auto", "none", "required") else \
+            {"type": "function", "function": {"name": choice}}
     return opts
 
 
@@ -164,7 +210,9 @@ def cmd_run(a) -> int:
     pipe = load(a.bundle, providers=a.provider, variant=a.variant, dtype=a.dtype)
     for warning in pipe.warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    opts = _search_options(a)
+    opts = {**_search_options(a), **_structure_options(a)}
+    if "tools" in opts and a.chat is None:
+        raise SystemExit("onnxpipe run: --tools goes with --chat (the chat template shows the model the tools)")
     if a.image:
         from .image.files import read_image
         opts["images"] = [read_image(path) for path in a.image]
@@ -180,6 +228,8 @@ def cmd_run(a) -> int:
         print(json.dumps(result.to_dict(), ensure_ascii=False))
     else:
         print(flush=True)
+        for call in result.tool_calls or []:
+            print(f"tool call {call['id']}: {call['function']['name']}({call['function']['arguments']})")
         for i, beam in enumerate((result.sequences or [])[1:], 2):   # beam search's other sequences
             print(f"#{i} (score {beam['score']:.4f}): {beam.get('text', beam['tokens'])}")
         drafts = result.speculative
@@ -423,6 +473,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--guidance-scale", type=float, help="classifier-free guidance scale (> 1: on)")
     run.add_argument("--scheduler", help="denoising scheduler: euler_discrete or ddim")
     _search_args(run)
+    _structure_args(run)
     run.set_defaults(func=cmd_run)
     chat = sub.add_parser("chat", help="interactive streaming chat")
     chat.add_argument("bundle")

@@ -442,11 +442,32 @@ class Generation:
                                  range=Range(0, 1000, "a guidance scale"))
 
 
+TOOL_CALL_KEYS = ("name", "function")          # what a call's JSON names the function under
+TOOL_ARGUMENT_KEYS = ("arguments", "parameters")   # ... and its arguments (Hermes/Qwen; Llama 3.x)
+
+
+@dataclass(frozen=True)
+class ToolCallFormat:
+    """How the model writes a tool call: ``begin {"name": ..., "arguments": {...}} end``
+    (grammar/tools.py). Absent: detected from the chat template's text."""
+
+    begin: str = spec(None, "text before each call's JSON (\"\": the reply is the JSON alone)",
+                      required=True)
+    end: str = spec("", "text after each call's JSON")
+    name_key: str = spec("name", "key of the function's name in the call's JSON", choices=TOOL_CALL_KEYS)
+    arguments_key: str = spec("arguments", "key of the arguments object in the call's JSON",
+                              choices=TOOL_ARGUMENT_KEYS)
+    parallel: bool = spec(True, "several calls in one reply (the template renders them)")
+    separator: str = spec("\n", "text between two calls (parallel)")
+
+
 @dataclass(frozen=True)
 class TextPreprocessing:
     tokenizer: str | None = spec(None, "tokenizer.json")
     config: str | None = spec(None, "tokenizer_config.json")
     chat_template: str | None = spec(None, "chat template file")
+    tool_calls: ToolCallFormat | None = spec(None, "the model's tool-call syntax (detected from the "
+                                                   "chat template when absent)")
 
 
 UNICODE_FORMS = ("NFD", "NFC", "none")

@@ -47,9 +47,13 @@ class Guide:
 class StreamEvent:
     text: str                      # new text since the previous event (never broken UTF-8)
     token_ids: list[int]           # ids generated since the previous event
-    finish_reason: str | None = None   # "stop" | "length" | "cancelled" on the last event
+    finish_reason: str | None = None   # "stop" | "length" | "cancelled" | "tool_calls" on the last event
     # on the last event: the loop's last response (final outputs, beams, timings)
     final: GenerationStep | None = field(default=None, repr=False)
+    # chat with tools, on the last event: the reply's tool calls (OpenAI's shape; finish_reason
+    # "tool_calls") and its content (the text without them)
+    tool_calls: list[dict] | None = None
+    content: str | None = None
 
 
 @dataclass
@@ -74,6 +78,10 @@ class GenerationResult:
     # (0 when cached), cached, vocabulary_ms (the engine's start, first constrained call only) and
     # complete (the grammar ended: the text is a whole match; False with finish_reason "length")
     grammar: dict | None = None
+    # chat with tools: the calls the reply makes, OpenAI's shape ([{"id": "call_<hex>", "type":
+    # "function", "function": {"name", "arguments": JSON text}}]); text is then the rest of the
+    # reply (OpenAI's content) and finish_reason "tool_calls"
+    tool_calls: list[dict] | None = None
 
     def to_dict(self) -> dict:
         out = {"tokens": self.tokens, "text": self.text, "finish_reason": self.finish_reason,
@@ -88,6 +96,8 @@ class GenerationResult:
             out["padded"] = self.padded
         if self.grammar is not None:
             out["grammar"] = self.grammar
+        if self.tool_calls is not None:
+            out["tool_calls"] = self.tool_calls
         return out
 
 

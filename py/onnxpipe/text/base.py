@@ -19,6 +19,7 @@ from onnxpipe.errors import BundleError, OnnxpipeError
 # pipeline.json location of the text spec, used in error messages.
 SPEC_PATH = "preprocessing.text"
 SPEC_KEYS = ("tokenizer", "config", "chat_template")
+OTHER_SPEC_KEYS = ("tool_calls",)   # read by grammar/tools.py, not files
 DEFAULT_FILES = {
     "tokenizer": "tokenizer.json",
     "config": "tokenizer_config.json",
@@ -63,6 +64,10 @@ class TextProcessor(Protocol):
 
     def decode(self, ids: list[int], skip_special_tokens: bool = False) -> str:
         """Text for `ids`, exactly as transformers' tokenizer.decode gives it."""
+        ...
+
+    def chat_template_source(self, tools: bool = False) -> str | None:
+        """The text of the chat template rendered with tools (``tools``) or without; None without one."""
         ...
 
     def apply_chat_template(self, messages: list[dict], add_generation_prompt: bool = True) -> str:
@@ -229,10 +234,10 @@ def resolve_text_files(bundle_dir: str | os.PathLike[str], spec: Any = None) -> 
     the tokenizer, which is required.
     """
     if isinstance(spec, Mapping):
-        unknown = sorted(set(spec) - set(SPEC_KEYS))
+        unknown = sorted(set(spec) - set(SPEC_KEYS) - set(OTHER_SPEC_KEYS))
         if unknown:
             raise TextError(
-                f"{SPEC_PATH}: unknown key(s) {', '.join(map(repr, unknown))}; valid keys: {', '.join(SPEC_KEYS)}"
+                f"{SPEC_PATH}: unknown key(s) {', '.join(map(repr, unknown))}; valid keys: {', '.join(SPEC_KEYS + OTHER_SPEC_KEYS)}"
             )
     root = os.fspath(bundle_dir)
     found: dict[str, str | None] = {}

@@ -70,10 +70,14 @@ def _add_config_tokens(tokenizer: Tokenizer, config: TokenizerConfig) -> None:
 class NativeTextProcessor:
     """A `TextProcessor` over a `tokenizers.Tokenizer` and an optional chat template."""
 
-    def __init__(self, tokenizer: Tokenizer, config: TokenizerConfig, template: ChatTemplate | None = None):
+    def __init__(self, tokenizer: Tokenizer, config: TokenizerConfig, template: ChatTemplate | None = None,
+                 tool_template: ChatTemplate | None = None):
+        """``tool_template``: the one rendered when tools are given (tokenizer_config.json's
+        named ``tool_use`` template, as transformers picks it); None: ``template``."""
         self._tokenizer = tokenizer
         self._config = config
         self._template = template
+        self._tool_template = tool_template
         self._templates: dict[str, ChatTemplate] = {}
         # encode/decode single sequences: padding or truncation baked into tokenizer.json must not apply
         tokenizer.no_padding()
@@ -92,6 +96,11 @@ class NativeTextProcessor:
     @property
     def has_chat_template(self) -> bool:
         return self._template is not None
+
+    def chat_template_source(self, tools: bool = False) -> str | None:
+        """The text of the template rendered (with tools or without); None without one."""
+        template = (self._tool_template or self._template) if tools else self._template
+        return template.source if template is not None else None
 
     @property
     def special_tokens(self) -> dict[str, str]:
@@ -137,7 +146,8 @@ class NativeTextProcessor:
                 "this bundle has no chat template (no chat_template.jinja and no chat_template in "
                 f"tokenizer_config.json); set {SPEC_PATH}.chat_template or pass a plain prompt"
             )
-        return self._template.render(messages, add_generation_prompt=add_generation_prompt, tools=tools, **kwargs)
+        template = self._tool_template if tools is not None and self._tool_template is not None else self._template
+        return template.render(messages, add_generation_prompt=add_generation_prompt, tools=tools, **kwargs)
 
 
 def load_text_processor(bundle_dir: str | os.PathLike[str], spec: Any = None) -> NativeTextProcessor:
@@ -158,7 +168,7 @@ def load_text_processor(bundle_dir: str | os.PathLike[str], spec: Any = None) ->
     config = parse_tokenizer_config(config_data, stm, where=files.config or "tokenizer_config.json")
     _add_config_tokens(tokenizer, config)
 
-    template = None
+    template = tool_template = None
     if files.chat_template is not None:
         with open(files.chat_template, encoding="utf-8") as handle:
             template = ChatTemplate(handle.read(), origin=files.chat_template, special_tokens=config.special_tokens)
@@ -167,4 +177,7 @@ def load_text_processor(bundle_dir: str | os.PathLike[str], spec: Any = None) ->
         source = select_template(config.chat_template, origin=origin)
         if source is not None:
             template = ChatTemplate(source, origin=origin, special_tokens=config.special_tokens)
-    return NativeTextProcessor(tokenizer, config, template)
+        tool_source = select_template(config.chat_template, tools=True, origin=origin)
+        if tool_source is not None and tool_source != source:
+            tool_template = ChatTemplate(tool_source, origin=f"{origin} tool_use", special_tokens=config.special_tokens)
+    return NativeTextProcessor(tokenizer, config, template, tool_template)

@@ -18,9 +18,10 @@ from .chat_template import select_template, template_variables
 
 
 class WebTextProcessor:
-    def __init__(self, tokenizer, config, template: str | None, origin: str):
+    def __init__(self, tokenizer, config, template: str | None, origin: str, tool_template: str | None = None):
         self._tok = tokenizer
         self._template = template
+        self._tool_template = tool_template   # the named tool_use template (text/native.py)
         self._origin = origin
         self._special = dict(config.special_tokens)
         self.special_token_ids = frozenset(tokenizer.specialIds().to_py())
@@ -34,6 +35,10 @@ class WebTextProcessor:
     def has_chat_template(self) -> bool:
         return self._template is not None
 
+    def chat_template_source(self, tools: bool = False) -> str | None:
+        """The text of the template rendered (with tools or without); None without one."""
+        return (self._tool_template or self._template) if tools else self._template
+
     def encode(self, text: str, add_special_tokens: bool = False) -> list[int]:
         return list(self._tok.encode(text, add_special_tokens).to_py())
 
@@ -45,14 +50,15 @@ class WebTextProcessor:
         return found if found >= 0 else None
 
     def apply_chat_template(self, messages: list[dict], add_generation_prompt: bool = True,
-                            **kwargs: Any) -> str:
+                            tools: list[dict] | None = None, **kwargs: Any) -> str:
         if self._template is None:
             raise TextError("this bundle has no chat template (no chat_template.jinja and no chat_template "
                             f"in tokenizer_config.json); set {SPEC_PATH}.chat_template or pass a plain prompt")
-        variables = template_variables(messages, add_generation_prompt=add_generation_prompt,
+        variables = template_variables(messages, add_generation_prompt=add_generation_prompt, tools=tools,
                                        special_tokens=self._special, extra=kwargs)
+        template = self._tool_template if tools is not None and self._tool_template is not None else self._template
         try:
-            return str(onnxpipe_js.renderChatTemplate(self._template, json.dumps(variables)))
+            return str(onnxpipe_js.renderChatTemplate(template, json.dumps(variables)))
         except JsException as exc:
             raise TextError(f"chat template {self._origin}: {exc}") from None
 
@@ -74,4 +80,7 @@ def load_web_text_processor(bundle_dir: str, spec: Any = None) -> WebTextProcess
             template = fh.read()
     elif config.chat_template is not None:
         template = select_template(config.chat_template, origin=origin)
+        tool_template = select_template(config.chat_template, tools=True, origin=origin)
+        return WebTextProcessor(tokenizer, config, template, origin,
+                                tool_template if tool_template != template else None)
     return WebTextProcessor(tokenizer, config, template, origin)
