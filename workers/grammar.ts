@@ -117,8 +117,8 @@ export class GrammarEngine {
   }
 
   async matcher(compiled: Xgr.CompiledGrammar, stopIds: number[], rows: number): Promise<GrammarMatch> {
-    const m = await this.x.GrammarMatcher.createGrammarMatcher(
-      compiled, stopIds.length ? stopIds : undefined, false, Math.max(rows - 1, 0) + 1);
+    // rollback (draft checking) is unlimited in this XGrammar: maxRollbackTokens left at its default
+    const m = await this.x.GrammarMatcher.createGrammarMatcher(compiled, stopIds.length ? stopIds : undefined, false);
     return new GrammarMatch(m, rows, Math.ceil(this.vocabSize / 32), this.tensor);
   }
 }

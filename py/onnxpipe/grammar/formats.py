@@ -117,7 +117,8 @@ def _json_schema(spec: Any, field: str) -> Constraint:
     if not isinstance(schema, (dict, bool)):
         raise GrammarError(f"{field}.schema: expected a JSON Schema object, found {type(schema).__name__}")
     try:
-        source = json.dumps(schema, ensure_ascii=False, sort_keys=True)
+        # key order kept: the engine writes properties in the schema's order (as OpenAI does)
+        source = json.dumps(schema, ensure_ascii=False)
     except (TypeError, ValueError) as exc:
         raise GrammarError(f"{field}.schema: not JSON data: {exc}") from None
     return Constraint("json_schema", source, f"{field}.schema", name, strict, schema)
@@ -133,4 +134,4 @@ def grammar_constraint(ebnf: Any, field: str = "grammar") -> Constraint:
 
 def structural_tag_constraint(tag: dict, field: str) -> Constraint:
     """A structural tag (XGrammar's JSON form): used for tool calls (grammar/tools.py)."""
-    return Constraint("structural_tag", json.dumps(tag, ensure_ascii=False, sort_keys=True), field)
+    return Constraint("structural_tag", json.dumps(tag, ensure_ascii=False), field)

@@ -67,8 +67,8 @@ def _first_line(exc: Exception) -> str:
 
 class Matcher:
     def __init__(self, compiled, stop_ids, rows: int, vocab_size: int):
-        self._m = xgr.GrammarMatcher(compiled, override_stop_tokens=list(stop_ids) or None,
-                                     max_rollback_tokens=max(rows - 1, 0) + 1)
+        # rollback (draft checking) is unlimited in XGrammar >= 0.1.2x: no max_rollback_tokens
+        self._m = xgr.GrammarMatcher(compiled, override_stop_tokens=list(stop_ids) or None)
         self._mask = xgr.allocate_token_bitmask(rows, vocab_size)
         self._words = self._mask.numpy().view(np.uint32)   # shares the buffer
 
