@@ -62,6 +62,7 @@ bench: models node-deps ## decode speed (per dtype too) and speech real-time fac
 	$(PY) bench/native_variants.py $(SMOLLM2)   # which file native runs open: agreement with fp32, speed
 	test -f build/bench/check_jsonschema-0.39.0-py3-none-any.whl || $(PY) -m pip download -q --no-deps --only-binary :all: check-jsonschema==0.39.0 -d build/bench   # its vendored SchemaStore schemas
 	$(PY) bench/constrained.py $(SMOLLM2)       # json_schema vs free per token; real-world schemas that compile and validate
+	node bench/browser_constrained.mjs $(SMOLLM2)   # the same per-token comparison in Chromium, one thread
 	node bench/browser_decode.mjs $(SMOLLM2)
 	node bench/browser_decode.mjs $(SMOLLM2) --threads 2
 	$(PY) bench/decode_ceiling.py $(SMOLLM2)    # what one thread's memory streaming allows the wasm file
