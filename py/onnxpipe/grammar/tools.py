@@ -40,6 +40,7 @@ class Tool:
     name: str
     description: str | None
     parameters: dict         # a JSON schema object ({"type": "object"} when the tool gives none)
+    strict: bool = False     # OpenAI's function.strict: calls to it follow its schema even with "auto"
 
 
 def detect_format(template: str | None) -> ToolCallFormat | None:
@@ -103,7 +104,12 @@ def check_tools(tools: Any) -> list[Tool]:
             json.dumps(parameters)
         except (TypeError, ValueError) as exc:
             raise ToolError(f"{where}.function.parameters: not JSON data: {exc}") from None
-        out.append(Tool(name, description, parameters))
+        strict = fn.get("strict", False)
+        if strict is None:
+            strict = False
+        if not isinstance(strict, bool):
+            raise ToolError(f"{where}.function.strict: expected true or false, found {strict!r:.40}")
+        out.append(Tool(name, description, parameters, strict))
     return out
 
 
@@ -188,16 +194,35 @@ def call_schema(tool: Tool, fmt: ToolCallFormat) -> dict:
             "required": [fmt.name_key, fmt.arguments_key]}
 
 
+def _tags(tools: list[Tool], fmt: ToolCallFormat) -> list[dict]:
+    return [{"type": "tag",
+             "begin": f'{fmt.begin}{{"{fmt.name_key}": {json.dumps(t.name)}, "{fmt.arguments_key}": ',
+             "content": {"type": "json_schema", "json_schema": t.parameters},
+             "end": "}" + fmt.end} for t in tools]
+
+
+def strict_auto_constraint(tools: list[Tool], fmt: ToolCallFormat, field: str) -> Constraint:
+    """tool_choice "auto" with a strict tool: free text, but once the reply opens a call
+    (``fmt.begin``'s tag, XGrammar's triggered tags) the call follows its tool's schema."""
+    trigger = fmt.begin.strip()
+    if not trigger:
+        i = next(i for i, t in enumerate(tools) if t.strict)
+        raise ToolError(f"tools[{i}].function.strict: this bundle's tool calls have no opening tag "
+                        f"(preprocessing.text.tool_calls.begin is empty), so free text and a call can't be "
+                        f"told apart while decoding; use tool_choice \"required\" or a named function, or "
+                        f"strict false")
+    body = {"type": "triggered_tags", "triggers": [trigger], "tags": _tags(tools, fmt),
+            "at_least_one": False, "stop_after_first": not fmt.parallel}
+    return structural_tag_constraint({"type": "structural_tag", "format": body}, field)
+
+
 def call_constraint(tools: list[Tool], fmt: ToolCallFormat, field: str) -> Constraint:
     """A structural tag (XGrammar's JSON form) that admits only well-formed calls to ``tools``:
     one, or with ``fmt.parallel`` one or more separated by ``fmt.separator``. Each call is a tag
     whose begin holds the name, written as the templates write a call back
     (``{"name": "f", "arguments": `` ... ``}``), so each tool's begin differs and the engine
     dispatches on it; its content is the parameters' schema."""
-    tags = [{"type": "tag",
-             "begin": f'{fmt.begin}{{"{fmt.name_key}": {json.dumps(t.name)}, "{fmt.arguments_key}": ',
-             "content": {"type": "json_schema", "json_schema": t.parameters},
-             "end": "}" + fmt.end} for t in tools]
+    tags = _tags(tools, fmt)
     if fmt.parallel:
         body = {"type": "tags_with_separator", "tags": tags, "separator": fmt.separator,
                 "at_least_one": True, "stop_after_first": False}

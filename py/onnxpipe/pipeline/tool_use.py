@@ -15,7 +15,8 @@ from typing import Iterator
 from ..config.schema import ToolCallFormat
 from ..grammar.formats import Constraint, GrammarError, constraint_from
 from ..grammar.tool_calls import parse_tool_calls
-from ..grammar.tools import Tool, call_constraint, check_choice, check_tools, resolve_format
+from ..grammar.tools import (Tool, call_constraint, check_choice, check_tools, resolve_format,
+                             strict_auto_constraint)
 from .text_generation import GenerationResult, StreamEvent
 
 
@@ -27,8 +28,13 @@ class ToolUse:
     format: ToolCallFormat | None      # None with "none": nothing is parsed
 
     def constraint(self) -> Constraint | None:
-        """The grammar a required / named call follows; None when the model writes freely."""
-        if self.format is None or self.choice == "auto":
+        """The grammar a required / named call follows (with "auto", calls once opened when a
+        tool is strict); None when the model writes freely."""
+        if self.format is None:
+            return None
+        if self.choice == "auto":
+            if any(t.strict for t in self.tools):
+                return strict_auto_constraint(self.tools, self.format, "tools")
             return None
         tools = self.tools if self.choice == "required" else [self.choice]
         return call_constraint(tools, self.format, "tool_choice")
@@ -67,6 +73,9 @@ def tool_use(loaded, tools, tool_choice, response_format) -> ToolUse | None:
     if choice != "auto" and choice != "none" and constraint_from(response_format) is not None:
         raise GrammarError("response_format: tool_choice required or a named function already constrains "
                            "the reply to tool calls; give one or the other")
+    if choice == "auto" and any(t.strict for t in checked) and constraint_from(response_format) is not None:
+        raise GrammarError("response_format: a strict tool already constrains the reply (free text, or calls "
+                           "that follow their schemas); give strict tools or response_format, not both")
     fmt = None
     if choice != "none":
         text = loaded.spec.preprocessing.text

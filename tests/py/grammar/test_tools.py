@@ -284,3 +284,38 @@ def test_named_tool_use_template_is_rendered_with_tools(tmp_path):
     assert text.apply_chat_template(ASK) == "plain:What is 2 + 3?"
     assert text.apply_chat_template(ASK, tools=TOOLS) == "tools:2"
     assert text.chat_template_source(tools=True) == "tools:{{ tools | length }}"
+
+
+# ---- strict tools with tool_choice "auto": free text, calls once opened follow their schema --------
+
+def _replay(pipe, constraint, text: str) -> bool:
+    """Whether the engine takes ``text``'s tokens (then an end id) under ``constraint``."""
+    session = pipe.loaded.grammar()
+    compiled, _ = session.compile(constraint)
+    matcher = session.matcher(compiled, set(pipe.loaded.eos))
+    tokens = pipe.text.encode(text) + [pipe.loaded.eos[0]]
+    return all(matcher.accept(t) for t in tokens)
+
+
+def test_strict_tool_with_auto_constrains_calls_once_opened(tmp_path):
+    from onnxpipe.grammar.tools import strict_auto_constraint
+
+    pipe = onnxpipe.load(str(tool_bundle(QWEN25, tmp_path / "q")))
+    add = {"type": "function", "function": {"name": "add", "parameters": PARAMETERS["add"], "strict": True}}
+    checked = check_tools([add])
+    constraint = strict_auto_constraint(checked, HERMES, "tools")
+    good = '<tool_call>\n{"name": "add", "arguments": {"a": 2, "b": 3}}\n</tool_call>'
+    assert _replay(pipe, constraint, "Just text, no call.")
+    assert _replay(pipe, constraint, good)
+    assert not _replay(pipe, constraint, '<tool_call>\n{"name": "add", "arguments": {"a": "two"}}\n</tool_call>')
+    assert not _replay(pipe, constraint, '<tool_call>\n{"name": "nope", "arguments": {}}\n</tool_call>')
+    # the call itself: a strict tool compiles it, and the reply follows it or runs to length
+    reply = pipe.chat([{"role": "user", "content": "2 + 3?"}], tools=[add], seed=3, **RUN)
+    assert reply.grammar is not None and reply.grammar["kind"] == "structural_tag"
+    if reply.tool_calls:
+        _check_calls(reply, {"add"})
+    with pytest.raises(InputError, match=r"tools\[0\]\.function\.strict: expected true or false"):
+        pipe.chat([{"role": "user", "content": "x"}], tools=[{**add, "function": {**add["function"], "strict": "yes"}}])
+    # a syntax without an opening tag can't tell text from a call while decoding: refused, named
+    with pytest.raises(InputError, match=r"tools\[0\]\.function\.strict: this bundle's tool calls have no opening tag"):
+        strict_auto_constraint(checked, LLAMA_JSON, "tools")
