@@ -33,8 +33,9 @@ const FIELDS = new Set([
   'seed', 'stop', 'n', 'top_k', 'min_p', 'repetition_penalty', 'speculative', 'response_format', 'tools', 'tool_choice',
 ]);
 const ROLES: Record<string, ChatMessage['role']> = { system: 'system', developer: 'system', user: 'user', assistant: 'assistant', tool: 'tool' };
-/** The keys each role takes besides role and content. */
-const EXTRA_KEYS: Record<ChatMessage['role'], string[]> = { system: [], user: [], assistant: ['tool_calls'], tool: ['tool_call_id'] };
+/** The keys each role takes besides role and content (an assistant turn's refusal: null, as a
+ * returned message carries it, so a reply can go back into messages as it is). */
+const EXTRA_KEYS: Record<ChatMessage['role'], string[]> = { system: [], user: [], assistant: ['tool_calls', 'refusal'], tool: ['tool_call_id'] };
 
 function number(params: Record<string, unknown>, field: string, min: number, max: number, integer = false): number | undefined {
   const value = params[field];
@@ -59,6 +60,9 @@ function messages(value: unknown): ChatMessage[] {
       if (!allowed.includes(key)) {
         throw new InputError(`${at}.${key}: not supported by onnxpipe on a ${m.role} message (it takes ${allowed.join(', ')})`, `${at}.${key}`);
       }
+    }
+    if (role === 'assistant' && m.refusal !== undefined && m.refusal !== null) {
+      throw new InputError(`${at}.refusal: expected null (onnxpipe's replies never refuse), found ${JSON.stringify(m.refusal)?.slice(0, 80)}`, `${at}.refusal`);
     }
     if (role === 'assistant' && m.tool_calls !== undefined && m.tool_calls !== null) {
       // OpenAI's shape: the content of a turn that only calls tools may be null or absent
