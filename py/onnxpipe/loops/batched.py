@@ -77,7 +77,8 @@ def batchable(pipe) -> str | None:
                 return "its position ids are mRoPE (3 axes), derived per sequence from image grids"
             positions = comp
         else:
-            return f"its state {type(comp).__name__} is per sequence (recurrent or cross-attention state)"
+            return (f"its state component {type(comp).__name__} holds per-sequence values (recurrent state, "
+                    f"a cross-attention cache or a cache branch) that have no batch rows here")
     if kv is None:
         return "it has no KV cache"
     if mask is None:
