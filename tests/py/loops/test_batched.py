@@ -16,6 +16,7 @@ from onnxpipe.errors import InputError
 from onnxpipe.grammar.formats import constraint_from
 from onnxpipe.loops import Sequence
 from onnxpipe.loops.batched import BatchedDecoder, batchable
+from onnxpipe.search.detokenize import IncrementalDetokenizer, TextStream
 from onnxpipe.search.stopping import stop_ids
 from tests.fixtures import tiny_models
 
@@ -32,6 +33,12 @@ ROWS = [
 @pytest.fixture(scope="module", params=BUNDLES)
 def pipe(request):
     return onnxpipe.load(tiny_models.ensure(request.param))
+
+
+def _text(pipe, stop_strings=()):
+    text = pipe.loaded.text
+    return TextStream(IncrementalDetokenizer(text.decode, skip_special_tokens_ids=frozenset(pipe.loaded.eos)),
+                      tuple(stop_strings))
 
 
 def _seq(pipe, prompt, max_new_tokens, search, cancel=None, grammar=None):
@@ -108,6 +115,26 @@ def test_a_grammar_row_follows_its_grammar_beside_free_rows(pipe):
     assert [r.token for r in got[id(ruled)]] == want
     assert got[id(ruled)][-1].finish_reason == "stop" and ruled.grammar.terminated
     assert [[r.token for r in got[id(s)]] for s in rows] == free
+
+
+def test_a_row_with_a_stop_string_ends_where_it_ends_alone(pipe):
+    free = _seq(pipe, [5, 17, 42, 9], 16, {"do_sample": False})
+    free.text = _text(pipe)
+    whole = "".join(r.text for r in _alone(pipe, free))
+    stop = whole[len(whole) // 2:len(whole) // 2 + 3]
+    assert stop.strip()
+    runs = []
+    for batched in (False, True):
+        seq = _seq(pipe, [5, 17, 42, 9], 16, {"do_sample": False, "stop_strings": [stop]})
+        seq.text = _text(pipe, [stop])
+        other = _seq(pipe, *ROWS[1][:3])
+        if batched:
+            got = _batched(pipe, [other, seq], [0, 1])[id(seq)]
+        else:
+            got = _alone(pipe, seq)
+        runs.append([(r.token, r.text, r.finish_reason) for r in got])
+    assert runs[0] == runs[1] and runs[1][-1][2] == "stop"
+    assert stop not in "".join(t for _, t, _ in runs[1]) and len(runs[1]) < 16
 
 
 def test_a_row_ending_on_a_stop_id_at_its_first_token_never_joins(pipe):
