@@ -131,7 +131,9 @@ class BatchedDecoder:
     # ---- rows joining and leaving ------------------------------------------------------------
 
     def add(self, seq: Sequence) -> list[tuple[Sequence, GenerationStep]]:
-        """Prefill ``seq`` alone, pick its first token, and (unless that ends it) make it a row."""
+        """Prefill ``seq`` alone, pick its first token, and (unless that ends it) make it a row.
+        A long prompt is fed in chunks with ``seq.cancel`` read between them (a cancel there
+        ends with a tokenless "cancelled" response)."""
         if len(self.seqs) >= self.max_rows:
             raise InputError(f"the batch is full ({self.max_rows} rows): step until a row leaves")
         if seq.ids:
@@ -142,10 +144,14 @@ class BatchedDecoder:
         if seq.drafter is not None or seq.options.num_beams > 1:
             raise InputError("batched decoding makes one token per row per step: call without "
                              "speculative and with num_beams 1")
-        executor, new_ids = self.executor, seq.new_ids
+        executor = self.executor
         executor.reset()
         start = time.perf_counter()
         try:
+            # a long prompt goes in chunks with seq.cancel read between them, as in the plain loop
+            new_ids = Autoregressive(executor)._prefill_chunks(seq)
+            if new_ids is None:
+                return [(seq, GenerationStep(None, None, "cancelled", timing=seq.timing))]
             outs = executor.run_phase("step", {"input_ids": (new_ids, (1, len(new_ids)))},
                                       new_length=len(new_ids))
             seq.ids.extend(new_ids)

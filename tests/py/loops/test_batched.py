@@ -15,6 +15,7 @@ import onnxpipe
 from onnxpipe.errors import InputError
 from onnxpipe.grammar.formats import constraint_from
 from onnxpipe.loops import Sequence
+from onnxpipe.loops.autoregressive import PREFILL_CHUNK
 from onnxpipe.loops.batched import BatchedDecoder, batchable
 from onnxpipe.search.detokenize import IncrementalDetokenizer, TextStream
 from onnxpipe.search.stopping import stop_ids
@@ -103,6 +104,18 @@ def test_a_cancelled_row_leaves_and_the_others_go_on(pipe):
     assert [r.token for r in mine[:-1]] == [r.token for r in alone_cancelled[:len(mine) - 1]]
     assert len(mine) - 1 == 4   # read before each step after the first token: 4 tokens, then cancelled
     assert [[r.token for r in got[id(s)]] for s in others] == want
+
+
+def test_a_long_prompt_cancelled_between_prefill_chunks_never_joins(pipe):
+    calls = []
+    seq = _seq(pipe, list(range(5, 5 + PREFILL_CHUNK + 20)), 4, {"do_sample": False},
+               cancel=lambda: calls.append(1) or True)
+    decoder = BatchedDecoder(pipe)
+    [(s, response)] = decoder.add(seq)
+    assert response.finish_reason == "cancelled" and response.token is None and calls == [1]
+    assert seq.ids == seq.new_ids[:PREFILL_CHUNK] and decoder.rows == 0
+    [(_, first)] = decoder.add(_seq(pipe, [5, 6, 7], 4, {"do_sample": False}))   # the executor was left clean
+    assert first.token is not None and decoder.rows == 1
 
 
 def test_a_grammar_row_follows_its_grammar_beside_free_rows(pipe):
