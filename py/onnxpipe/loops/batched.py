@@ -50,8 +50,7 @@ def batchable(pipe) -> str | None:
         return "it has a plugin, whose state is per sequence"
     for phase in ("init", "final"):
         if executor.has_phase(phase):
-            return f"it has an {phase} flow, run once per sequence" if phase == "init" else \
-                "it has a final flow, run once per sequence"
+            return f'it has a flow phase "{phase}", run once per sequence'
     plans = executor.plan.phases["step"]
     if len(plans) != 1:
         return f"its step flow runs {len(plans)} sessions; batching takes one decoder session"
@@ -59,9 +58,9 @@ def batchable(pipe) -> str | None:
     step = plan.step
     if step.repeat != 1 or step.loop == "per_image" or step.merge is not None or plan.self_feeds:
         return f'its step session "{step.run}" repeats, runs per image or merges features'
-    fed = [(name, kind, key) for name, kind, key in plan.feeds]
-    if fed != [(name, "pipeline", "input_ids") for name, _, _ in fed] or len(fed) != 1:
-        return f'its step session "{step.run}" takes inputs other than input_ids ({", ".join(n for n, _, _ in fed)})'
+    if len(plan.feeds) != 1 or plan.feeds[0][1:] != ("pipeline", "input_ids"):
+        return (f'its step session "{step.run}" takes inputs other than input_ids: '
+                f'{", ".join(name for name, _, _ in plan.feeds)}')
     kv = mask = positions = None
     for comp in executor.components:
         if isinstance(comp, KVCache):
@@ -86,8 +85,12 @@ def batchable(pipe) -> str | None:
     ops = _attention_ops(kv)
     if ops is None:
         return "its decoder graph could not be read to tell how attention places each row"
-    if kv.format == "shared_buffer" and "GroupQueryAttention" not in ops:
-        return "its shared KV buffer is written in place by an attention op other than GroupQueryAttention"
+    if "GroupQueryAttention" not in ops:
+        if kv.format == "shared_buffer":
+            return "its shared KV buffer is written in place by an attention op other than GroupQueryAttention"
+        if positions is None:   # left-padded rows need their positions given, not derived from the past's length
+            return ("its decoder takes no position_ids and its attention is not GroupQueryAttention, so "
+                    "left-padded rows can't be given their own positions")
     return None
 
 

@@ -1,6 +1,8 @@
 """Continuous batching (loops/batched.py): sequences with different prompts, lengths, options and
 seeds, joining at different steps, give the tokens each gives alone; cancel, a grammar row and
 a stop id end one row and leave the others going; bundles whose state can't be batched say why.
+Bundles: genai GroupQueryAttention with a shared buffer and with a separate present (right
+placement), transformers.js and a torch export with fp16 caches (left placement).
 
 Exact token ids: the tiny fixtures refuse greedy steps whose top-2 margin is small (the margin
 rule of tests/agreement.py; docs/testing.md), and the batched logits differ from batch 1 by
@@ -21,7 +23,7 @@ from onnxpipe.search.detokenize import IncrementalDetokenizer, TextStream
 from onnxpipe.search.stopping import stop_ids
 from tests.fixtures import tiny_models
 
-BUNDLES = ["genai_llama", "genai_llama_noshare", "tjs_llama"]
+BUNDLES = ["genai_llama", "genai_llama_noshare", "genai_qwen3", "tjs_llama", "torch_llama_fp16"]
 # (prompt, max_new_tokens, search options, the step it joins at)
 ROWS = [
     ([5, 17, 42, 9, 100, 3], 12, {"do_sample": False}, 0),
