@@ -93,6 +93,36 @@ def test_rows_joining_at_different_steps_give_their_tokens_alone(pipe):
         assert seq.ids == seq.new_ids + tokens[:-1]
 
 
+def test_sixteen_rows_with_their_own_seeds_and_options(pipe):
+    kinds = [{"do_sample": True, "temperature": 0.9}, {"do_sample": True, "top_k": 8, "top_p": 0.9},
+             {"do_sample": False}, {"do_sample": True, "min_p": 0.05, "repetition_penalty": 1.1}]
+    specs = [([3 + i, 40 + 2 * i, 7] * (1 + i % 3), 6 + i % 5, {**kinds[i % 4], "seed": i}) for i in range(16)]
+    want = [[r.token for r in _alone(pipe, _seq(pipe, *spec))] for spec in specs]
+    rows = [_seq(pipe, *spec) for spec in specs]
+    got = _batched(pipe, rows, [i // 2 for i in range(16)])
+    assert [[r.token for r in got[id(s)]] for s in rows] == want
+
+
+def test_a_removed_row_gives_no_more_responses_and_the_others_go_on(pipe):
+    want = [[r.token for r in _alone(pipe, _seq(pipe, p, n, s))] for p, n, s, _ in ROWS[:3]]
+    rows = [_seq(pipe, p, n, s) for p, n, s, _ in ROWS[:3]]
+    decoder = BatchedDecoder(pipe)
+    got = {id(s): [] for s in rows}
+    for seq in rows:
+        got[id(seq)] += [r.token for _, r in decoder.add(seq)]
+    for _ in range(2):
+        for s, r in decoder.step():
+            got[id(s)].append(r.token)
+    decoder.remove(rows[1])
+    with pytest.raises(InputError, match="not a row"):
+        decoder.remove(rows[1])
+    while decoder.rows:
+        for s, r in decoder.step():
+            got[id(s)].append(r.token)
+    assert got[id(rows[0])] == want[0] and got[id(rows[2])] == want[2]
+    assert got[id(rows[1])] == want[1][:3]
+
+
 def test_a_cancelled_row_leaves_and_the_others_go_on(pipe):
     calls = []
     cancelled = _seq(pipe, [9, 9, 9, 1], 20, {"do_sample": False},
