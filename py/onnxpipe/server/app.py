@@ -15,6 +15,7 @@ from starlette.exceptions import HTTPException
 
 from . import speech, transcription
 from .chat import GenerateCall, chat_call, completion_call
+from ..errors import OnnxpipeError
 from .errors import APIError, bad_request, from_runtime
 from .metrics import CONTENT_TYPE, Metrics
 from .models import Registry
@@ -205,11 +206,17 @@ def create_app(registry: Registry, metrics: Metrics, limits: Limits) -> FastAPI:
 
 
 async def waited(request: Request, submission):
-    """The next item of a submission; a client that left is counted as 499."""
+    """The next item of a submission; a client that left is a 499, the job's own error an APIError."""
     try:
         return await next_item(submission, request)
     except ClientGone:
         raise APIError(499, "the client closed the connection", None, "client_closed_request") from None
+    except APIError:
+        raise
+    except Exception as exc:   # noqa: BLE001 - the runtime's refusal becomes the request's error object
+        if not isinstance(exc, OnnxpipeError):
+            log.error("%s %s failed", request.method, request.url.path, exc_info=exc)
+        raise from_runtime(exc) from None
 
 
 def checked(result):

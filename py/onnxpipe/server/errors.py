@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import re
+
 from ..errors import OnnxpipeError
+
+# the runtime's input errors start with the field at fault: "tools: ...", "response_format.json_schema: ..."
+_FIELD = re.compile(r"([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*|\[\d+\])*): ")
 
 # status -> OpenAI's error type
 _TYPES = {400: "invalid_request_error", 404: "not_found_error", 413: "invalid_request_error",
@@ -31,5 +36,8 @@ def from_runtime(exc: BaseException) -> APIError:
     if isinstance(exc, APIError):
         return exc
     if isinstance(exc, OnnxpipeError):
-        return APIError(400 if exc.kind == "input" else 500, exc.message, None, exc.kind)
+        if exc.kind != "input":
+            return APIError(500, exc.message, None, exc.kind)
+        field = _FIELD.match(exc.message)
+        return APIError(400, exc.message, field.group(1) if field else None, "invalid_value")
     return APIError(500, f"{type(exc).__name__}: {exc}", None, "internal")
