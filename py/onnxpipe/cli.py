@@ -457,9 +457,11 @@ def _files(document: dict) -> dict:
 def cmd_serve(a) -> int:
     import logging
 
-    import uvicorn
-
-    from .server.app import Limits, build
+    try:
+        from .server.app import Limits, serve
+    except ImportError as exc:
+        raise InputError(f"serve needs the server's packages ({exc.name} is missing): "
+                         "pip install 'onnxpipe[native,serve]'") from None
 
     for flag, value, low in (("--port", a.port, 0), ("--max-concurrent", a.max_concurrent, 1),
                              ("--max-queue", a.max_queue, 0), ("--max-tokens", a.max_tokens, 1)):
@@ -470,10 +472,9 @@ def cmd_serve(a) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s: %(name)s: %(message)s")
     limits = Limits(a.max_concurrent, a.max_queue, a.max_tokens, a.max_upload_mb)
     try:
-        asgi, _ = build(a.bundles, limits)
+        serve(a.bundles, limits, a.host, a.port)
     except ValueError as exc:
         raise InputError(str(exc)) from None
-    uvicorn.run(asgi, host=a.host, port=a.port, log_level="info")
     return 0
 
 
@@ -563,7 +564,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--max-queue", type=int, default=16,
                        help="requests that may wait per bundle; more are answered 429 (default 16)")
     serve.add_argument("--max-tokens", type=int, default=4096,
-                       help="the most new tokens a request may ask for, and the default (default 4096)")
+                       help="the most new tokens a request may ask for (default 4096); a request that names none gets 256, "
+                            "or this when lower")
     serve.add_argument("--max-upload-mb", type=float, default=25.0,
                        help="the largest request body, JSON or upload, in MiB; larger ones get 413 (default 25)")
     serve.set_defaults(func=cmd_serve)

@@ -16,6 +16,7 @@ from starlette.exceptions import HTTPException
 from . import speech, transcription
 from .chat import GenerateCall, chat_call, completion_call
 from ..errors import OnnxpipeError
+from ..pipeline.text_generation import DEFAULT_MAX_NEW_TOKENS
 from .errors import APIError, bad_request, from_runtime
 from .metrics import CONTENT_TYPE, Metrics
 from .models import Registry
@@ -30,7 +31,7 @@ log = logging.getLogger("onnxpipe.server")
 class Limits:
     max_concurrent: int = 1        # sequences one bundle decodes at once (1 until batching lands)
     max_queue: int = 16            # requests that may wait per bundle; more answer 429
-    max_tokens: int = 4096         # the most new tokens a request may ask for (and its default)
+    max_tokens: int = 4096         # the most new tokens a request may ask for (the default stays 256)
     max_upload_mb: float = 25.0    # the largest request body, JSON or upload (413 above)
 
 
@@ -99,8 +100,8 @@ def create_app(registry: Registry, metrics: Metrics, limits: Limits) -> FastAPI:
             field = call.max_tokens_field
             raise bad_request(f"{field}: this server gives at most {limits.max_tokens} new tokens (--max-tokens), "
                               f"found {asked}", field)
-        if asked is None:
-            call.options["max_new_tokens"] = limits.max_tokens
+        if asked is None and limits.max_tokens < DEFAULT_MAX_NEW_TOKENS:
+            call.options["max_new_tokens"] = limits.max_tokens   # else the runtime's default applies
         submission = model.scheduler.submit(text_job(call))
         replies = Replies(call, model.id)
         first_token = [True]
@@ -180,7 +181,7 @@ def create_app(registry: Registry, metrics: Metrics, limits: Limits) -> FastAPI:
                 submission.cancel()
                 count(request, status)
 
-        headers = {"x-sample-rate": str(rate)}
+        headers = {"x-sample-rate": str(rate), "x-accel-buffering": "no"}   # proxies: pass each sentence on
         return StreamingResponse(audio(), media_type=speech.FORMATS[call.format], headers=headers)
 
     @app.post("/v1/audio/transcriptions")
@@ -255,3 +256,11 @@ def build(bundles: list[str], limits: Limits, load=None):
                         "continuous batching", name, limits.max_concurrent)
     app = create_app(registry, metrics, limits)
     return BodyLimit(app, int(limits.max_upload_mb * 2 ** 20)), app
+
+
+def serve(bundles: list[str], limits: Limits, host: str, port: int) -> None:
+    """Load ``bundles`` and serve them with uvicorn until interrupted."""
+    import uvicorn
+
+    asgi, _ = build(bundles, limits)
+    uvicorn.run(asgi, host=host, port=port, log_level="info")
