@@ -39,13 +39,19 @@ class Submission:
         self.cancelled = threading.Event()
         self.submitted = time.perf_counter()
         self.finished = False
+        self.withdraw: Callable[[], None] | None = None   # the scheduler's: leave its queue
 
     def cancel(self) -> None:
         self.cancelled.set()
+        if self.withdraw is not None:
+            self.withdraw()
 
     def push(self, item) -> None:
         """From the worker thread: hand an event (or the end) to the request's event loop."""
-        self.loop.call_soon_threadsafe(self.items.put_nowait, item)
+        try:
+            self.loop.call_soon_threadsafe(self.items.put_nowait, item)
+        except RuntimeError:   # the loop is closed (the server stopped): nobody is listening
+            pass
 
     def __aiter__(self):
         return self
@@ -100,9 +106,19 @@ class Scheduler:
                 raise APIError(429, f"model {self.model_id!r} is busy: {len(self.waiting)} request(s) already "
                                     f"wait (--max-queue {self.max_queue}); retry later", None, "queue_full")
             self.waiting.append(submission)
+            submission.withdraw = lambda: self._withdraw(submission)
             self._depth()
             self.condition.notify()
         return submission
+
+    def _withdraw(self, submission: Submission) -> None:
+        """A queued request whose client left gives its place up at once."""
+        with self.condition:
+            if submission not in self.waiting:
+                return   # running or done: its job sees cancelled() at the next step
+            self.waiting.remove(submission)
+            self._depth()
+        submission.push(APIError(499, "the request was cancelled while queued", None, "client_closed_request"))
 
     def stats(self) -> dict:
         with self.condition:
@@ -131,8 +147,9 @@ class Scheduler:
                 submission = self.running = self.waiting.popleft()
                 self._depth()
             try:
-                if submission.cancelled.is_set():   # its client went away while it waited
-                    submission.push(APIError(499, "the request was cancelled while queued"))
+                if submission.cancelled.is_set():   # cancelled between withdraw's check and here
+                    submission.push(APIError(499, "the request was cancelled while queued", None,
+                                             "client_closed_request"))
                 else:
                     result = submission.job(self.pipe, submission.push, submission.cancelled.is_set)
                     submission.push(Done(result))

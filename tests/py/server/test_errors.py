@@ -108,3 +108,19 @@ def test_health_and_models(server):
     card = httpx.get(f"{base}/v1/models/{MODEL}").json()
     assert card["id"] == MODEL and card["endpoints"] == ["/v1/chat/completions", "/v1/completions"]
     error_of(httpx.get(f"{base}/v1/models/nope"), 404)
+
+
+def test_a_client_that_leaves_the_queue_gives_its_place_up(serve, openai_client):
+    with serve([CHAT], max_queue=1, max_tokens=512) as (base, _app):
+        api = openai_client(base)
+        stream = api.chat.completions.create(model=MODEL, messages=ASK, max_tokens=500, stream=True)
+        next(iter(stream))   # it runs
+        with pytest.raises(httpx.TimeoutException):   # queued behind it, then gone
+            httpx.post(f"{base}/v1/chat/completions", json={"model": MODEL, "messages": ASK}, timeout=0.5)
+        deadline = time.monotonic() + 5
+        while httpx.get(f"{base}/health").json()["models"][MODEL]["queued"]:
+            assert time.monotonic() < deadline, "the queue kept the request whose client left"
+            time.sleep(0.05)
+        assert httpx.get(f"{base}/health").json()["models"][MODEL]["running"] == 1
+        stream.close()
+        serves_on(api)
