@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import re
+import time
 import wave
 
 import openai
@@ -115,3 +116,20 @@ def test_refusals_name_the_field(api):
     with pytest.raises(openai.BadRequestError) as info:
         api.audio.transcriptions.create(model=WHISPER.name, file=("a.wav", b"", "audio/wav"), response_format="csv")
     assert info.value.body["param"] == "response_format"
+
+
+def test_a_dropped_speech_stream_stops_the_voice(serve, openai_client):
+    import httpx
+
+    long_text = " ".join(f"This is sentence number {n} of a long reading." for n in range(40))
+    with serve([VOICE]) as (base, _app):
+        with httpx.stream("POST", f"{base}/v1/audio/speech", json={"model": VOICE.name, "input": long_text,
+                                                                   "voice": "default", "response_format": "pcm"}) as r:
+            assert r.status_code == 200 and r.headers["x-sample-rate"] == "22050"
+            next(r.iter_bytes())   # the first sentence came; the client leaves
+        start = time.monotonic()
+        while httpx.get(f"{base}/health").json()["models"][VOICE.name]["running"]:
+            assert time.monotonic() - start < 5, "the voice went on reading to nobody"
+            time.sleep(0.05)
+        assert 'status="499"' in httpx.get(f"{base}/metrics").text
+        assert openai_client(base).audio.speech.create(model=VOICE.name, input="Still here.", voice="default").read()
