@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from sse_starlette.sse import EventSourceResponse
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 
 from . import speech, transcription
@@ -192,7 +193,8 @@ def create_app(registry: Registry, metrics: Metrics, limits: Limits) -> FastAPI:
             model_name, fmt = transcription.check_form(form)
             model = registry.get(model_name, "transcription", "/v1/audio/transcriptions")
             request.state.model = model.id
-            samples, rate = transcription.mono(await form["file"].read())
+            # decoding a long WAV takes seconds in pure Python: off the event loop
+            samples, rate = await run_in_threadpool(transcription.mono, await form["file"].read())
         submission = model.scheduler.submit(transcription.transcribe_job(samples, rate))
         item = await waited(request, submission)
         while not isinstance(item, Done):
