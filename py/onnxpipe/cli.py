@@ -454,6 +454,30 @@ def _files(document: dict) -> dict:
     return file if isinstance(file, dict) else {"file": file}
 
 
+def cmd_serve(a) -> int:
+    import logging
+
+    try:
+        from .server.app import Limits, serve
+    except ImportError as exc:
+        raise InputError(f"serve needs the server's packages ({exc.name} is missing): "
+                         "pip install 'onnxpipe[native,serve]'") from None
+
+    for flag, value, low in (("--port", a.port, 0), ("--max-concurrent", a.max_concurrent, 1),
+                             ("--max-queue", a.max_queue, 0), ("--max-tokens", a.max_tokens, 1)):
+        if value < low:
+            raise InputError(f"{flag}: expected an integer >= {low}, found {value}")
+    if not a.max_upload_mb > 0:
+        raise InputError(f"--max-upload-mb: expected a number above 0, found {a.max_upload_mb}")
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s: %(name)s: %(message)s")
+    limits = Limits(a.max_concurrent, a.max_queue, a.max_tokens, a.max_upload_mb)
+    try:
+        serve(a.bundles, limits, a.host, a.port)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="onnxpipe", description="Run ONNX pipelines declared as data.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -529,6 +553,22 @@ def build_parser() -> argparse.ArgumentParser:
     conv.add_argument("--out", help="where to write it (default FOLDER/pipeline.json; - for stdout)")
     conv.add_argument("--force", action="store_true", help="replace an existing pipeline.json")
     conv.set_defaults(func=cmd_convert)
+    serve = sub.add_parser("serve", help="an OpenAI-compatible HTTP server over bundles (docs/server.md)")
+    serve.add_argument("bundles", nargs="+", metavar="BUNDLE",
+                       help="a bundle folder (its id: the folder's name) or ID=FOLDER")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8000, help="port to listen on (default 8000)")
+    serve.add_argument("--max-concurrent", type=int, default=1,
+                       help="sequences one bundle decodes at once (default 1; bundles run one at a time "
+                            "until continuous batching lands)")
+    serve.add_argument("--max-queue", type=int, default=16,
+                       help="requests that may wait per bundle; more are answered 429 (default 16)")
+    serve.add_argument("--max-tokens", type=int, default=4096,
+                       help="the most new tokens a request may ask for (default 4096); a request that names none gets 256, "
+                            "or this when lower")
+    serve.add_argument("--max-upload-mb", type=float, default=25.0,
+                       help="the largest request body, JSON or upload, in MiB; larger ones get 413 (default 25)")
+    serve.set_defaults(func=cmd_serve)
     return parser
 
 

@@ -13,7 +13,8 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[2] / "py" / "onnxpipe"
 NATIVE_ONLY = {"backends/native.py", "text/native.py",          # CPython + onnxruntime/tokenizers
                "grammar/native.py"}                              # + xgrammar (the worker has web-xgrammar)
-CPYTHON_ONLY_DIRS = {"export"}                                   # model builders (`make models`)
+CPYTHON_ONLY_DIRS = {"export",                                  # model builders (`make models`)
+                     "server"}                                   # `onnxpipe serve` (FastAPI + uvicorn)
 BROWSER_MODULES = {"js", "pyodide", "ort", "onnxpipe_js"}
 LAZY_NATIVE = {"text/chat_template.py": {"jinja2"},             # imported only when rendering natively
                "image/files.py": {"PIL"},                        # image files natively (the CLI)
