@@ -8,7 +8,8 @@ from ..errors import InputError
 from ..grammar.tools import template_messages
 from ..text.chat_template import ChatTemplateError
 from .checks import check_unicode
-from .text_generation import DEFAULT_MAX_NEW_TOKENS, GenerationResult, StreamEvent
+from ..loops import Sequence
+from .text_generation import DEFAULT_MAX_NEW_TOKENS, GenerationResult, Reply, StreamEvent
 from .tool_use import tool_use
 
 
@@ -65,8 +66,8 @@ class Conversation:
         ``tool_choice``: "auto" (the default), "none", "required" or {"type": "function",
         "function": {"name": ...}} (pipeline/tool_use.py); the last event carries tool_calls."""
         ids, opts, guide, use = self._prepare(messages, max_new_tokens, search, response_format, tools, tool_choice)
-        events = self.generation.continue_stream(self.continue_from(ids), opts, logit_mask=logit_mask, guide=guide)
-        return use.finish_stream(events) if use is not None else events
+        return self.generation.continue_stream(self.continue_from(ids), opts, logit_mask=logit_mask, guide=guide,
+                                               prompt_len=len(ids), use=use)
 
     def chat(self, messages: list[dict], max_new_tokens=None, on_event=None, cancel=None,
              logit_mask=None, response_format=None, tools=None, tool_choice=None, **search) -> GenerationResult:
@@ -74,8 +75,17 @@ class Conversation:
         its tool_calls, finish_reason "tool_calls" and text the rest of the reply)."""
         ids, opts, guide, use = self._prepare(messages, max_new_tokens, search, response_format, tools, tool_choice)
         new_ids = self.continue_from(ids)
-        result = self.generation.collect(new_ids, len(ids), opts, None, on_event, cancel, logit_mask, guide)
-        return use.finish(result) if use is not None else result
+        return self.generation.collect(new_ids, len(ids), opts, None, on_event, cancel, logit_mask, guide, use)
+
+    def prepare_reply(self, messages: list[dict], max_new_tokens=None, cancel=None, logit_mask=None,
+                      response_format=None, tools=None, tool_choice=None, **search) -> tuple[Sequence, Reply]:
+        """A reply to ``messages`` from an empty state (an independent request: no conversation
+        continues, nothing is cached), built but not run: (its Sequence, its Reply), checked as
+        ``chat`` checks them; the state is untouched (TextGeneration.prepare_reply)."""
+        ids, opts, guide, use = self._prepare(messages, max_new_tokens, search, response_format, tools, tool_choice)
+        generation = self.generation
+        seq = generation.sequence_for([], ids, opts, cancel, logit_mask, guide)
+        return seq, Reply(self.loaded, seq, len(ids), guide, use)
 
     def continue_from(self, ids: list[int]) -> list[int]:
         """Rewind the state to the longest prefix it shares with ``ids``; return the rest."""

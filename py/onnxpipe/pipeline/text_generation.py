@@ -220,11 +220,10 @@ class TextGeneration:
         self.reset()
         return self.collect(ids, len(ids), opts, extra, on_event, cancel, logit_mask, guide)
 
-    def continue_stream(self, new_ids: list[int], opts, extra=None, cancel=None,
-                        logit_mask=None, guide: Guide | None = None) -> Iterator[StreamEvent]:
-        """Feed ``new_ids`` after the ids the state holds, then stream the reply; ``cancel()``
-        returning True ends it before the next step (also between the chunks of a long prefill)
-        with a last event that has no token and finish_reason "cancelled"."""
+    def sequence_for(self, held: list[int], new_ids: list[int], opts, cancel=None, logit_mask=None,
+                     guide: Guide | None = None) -> Sequence:
+        """The Sequence that feeds ``new_ids`` after ``held`` (the ids the state holds; [] for a
+        fresh one): its stop ids, sampler, text stream (stop strings) and grammar matcher."""
         loaded = self.loaded
         text = loaded.text
         stream = None
@@ -238,48 +237,116 @@ class TextGeneration:
         if guide is not None:
             rows = opts.speculative.max_draft + 1 if opts.speculative is not None else 1
             matcher = loaded.grammar().matcher(guide.compiled, stop, rows)
-        seq = Sequence(self.history, new_ids, opts, stop, loaded.sampler(opts), stream, cancel, logit_mask,
-                       matcher)
+        return Sequence(held, new_ids, opts, stop, loaded.sampler(opts), stream, cancel, logit_mask, matcher)
+
+    def prepare_reply(self, prompt=None, input_ids=None, max_new_tokens=None, cancel=None, logit_mask=None,
+                      response_format=None, **search) -> tuple[Sequence, Reply]:
+        """A fresh generation built but not run: (its Sequence, the Reply that turns its
+        GenerationSteps into StreamEvents and a GenerationResult). The state is untouched: whoever
+        runs the Sequence (loops/batched.py's BatchedDecoder) owns the executor. Every argument is
+        checked here, as ``generate`` checks it; no images or extra inputs (a batch row takes
+        input_ids only)."""
+        ids, opts, _ = self._prepare(prompt, input_ids, max_new_tokens, search)
+        guide = self.guide(response_format, opts)
+        seq = self.sequence_for([], ids, opts, cancel, logit_mask, guide)
+        return seq, Reply(self.loaded, seq, len(ids), guide)
+
+    def continue_stream(self, new_ids: list[int], opts, extra=None, cancel=None,
+                        logit_mask=None, guide: Guide | None = None, prompt_len: int | None = None,
+                        use=None) -> Iterator[StreamEvent]:
+        """Feed ``new_ids`` after the ids the state holds, then stream the reply; ``cancel()``
+        returning True ends it before the next step (also between the chunks of a long prefill)
+        with a last event that has no token and finish_reason "cancelled". ``use`` (a chat's
+        pipeline/tool_use.py ToolUse): the last event carries the reply's tool calls."""
+        seq = self.sequence_for(self.history, new_ids, opts, cancel, logit_mask, guide)
+        reply = Reply(self.loaded, seq, len(seq.ids) + len(new_ids) if prompt_len is None else prompt_len,
+                      guide, use)
+        return self._run(seq, reply, extra)
+
+    def _run(self, seq: Sequence, reply: Reply, extra=None) -> Iterator[StreamEvent]:
+        """Run ``seq`` on the bundle's own loop, each step through ``reply``."""
+        loaded = self.loaded
         self.sequence = seq
         steps = loaded.loop(loaded.executor, extra).run(seq)
         try:
             for step in steps:
-                finish = step.finish_reason
-                if finish is None:
-                    yield StreamEvent(step.text or "", [step.token])
+                event = reply.event(step)
+                if event.finish_reason is None:
+                    yield event
                     continue
-                if finish != "cancelled":
+                if event.finish_reason != "cancelled":
                     self.final_outputs = step.outputs
-                yield StreamEvent(step.text or "", [] if step.token is None else [step.token], finish, step)
+                yield event
                 return
         finally:   # a caller that stops early: the loop leaves the state matching the sequence's ids
             steps.close()
 
-    def _beams(self, beams) -> list[dict]:
-        """Beam search's returned sequences as plain dicts (text as the streamed text skips ids)."""
-        text = self.loaded.text
-        if text is None:
-            return [b.to_dict() for b in beams]
-        skip = frozenset(self.loaded.eos) | frozenset(text.special_token_ids)   # as the detokenizer's
-        return [b.to_dict(text.decode([t for t in b.tokens if t not in skip])) for b in beams]
-
     def collect(self, new_ids, prompt_len, opts, extra=None, on_event=None, cancel=None,
-                logit_mask=None, guide: Guide | None = None) -> GenerationResult:
-        """Run ``continue_stream`` to the end (or ``cancel``) and gather the result from its events."""
-        tokens, parts, last = [], [], None
-        for event in self.continue_stream(new_ids, opts, extra, cancel, logit_mask, guide):
-            tokens.extend(event.token_ids)
-            parts.append(event.text)
-            if event.finish_reason is not None:
-                last = event.final
+                logit_mask=None, guide: Guide | None = None, use=None) -> GenerationResult:
+        """Run the sequence to the end (or ``cancel``) and gather the result from its steps; with
+        ``use`` (a chat's ToolUse) the result carries the reply's tool calls."""
+        seq = self.sequence_for(self.history, new_ids, opts, cancel, logit_mask, guide)
+        reply = Reply(self.loaded, seq, prompt_len, guide, use)
+        for event in self._run(seq, reply, extra):
             if on_event is not None and event.finish_reason != "cancelled":   # a cancel brings nothing new
                 on_event(event)
+        return reply.result()
+
+
+class Reply:
+    """One generation's side of its Sequence: each GenerationStep the loop (or a batch) makes for
+    it becomes a StreamEvent (``event``), and at the end the whole GenerationResult (``result``):
+    tokens, text, finish reason, timings, beams, the grammar report and, with ``use`` (a chat's
+    pipeline/tool_use.py ToolUse), the tool calls parsed from the reply. The one implementation
+    behind stream, generate, chat and the server's batched rows."""
+
+    def __init__(self, loaded, seq: Sequence, prompt_len: int, guide: Guide | None = None, use=None):
+        self.loaded, self.seq, self.guide, self.use = loaded, seq, guide, use
+        self.prompt_len = prompt_len
+        self.cached = prompt_len - len(seq.new_ids)   # prompt ids the state already held
+        self.tokens: list[int] = []
+        self.parts: list[str] = []
+        self.last: GenerationStep | None = None   # the loop's last response, once it came
+
+    @property
+    def done(self) -> bool:
+        return self.last is not None
+
+    def event(self, step: GenerationStep) -> StreamEvent:
+        """The StreamEvent of ``step``; the last one (finish_reason set) keeps the step as ``final``
+        and, with tools, carries the reply's tool_calls and content."""
+        tokens = [] if step.token is None else [step.token]
+        self.tokens.extend(tokens)
+        self.parts.append(step.text or "")
+        finish = step.finish_reason
+        if finish is None:
+            return StreamEvent(step.text or "", tokens)
+        self.last = step
+        event = StreamEvent(step.text or "", tokens, finish, step)
+        if self.use is not None and finish != "cancelled":
+            event.content, event.tool_calls, event.finish_reason = self.use.parse("".join(self.parts), finish)
+        return event
+
+    def result(self) -> GenerationResult:
+        """The whole reply, once the last step came."""
+        last = self.last
         finish = last.finish_reason if last is not None else None
         timing = last.timing if last is not None and last.timing is not None else Timing()
-        sequences = self._beams(last.beams) if finish != "cancelled" and last is not None and \
+        sequences = _beams(self.loaded, last.beams) if finish != "cancelled" and last is not None and \
             last.beams is not None else None
-        return GenerationResult(tokens, "".join(parts), finish, prompt_len, prompt_len - len(new_ids),
-                                timing.prefill_ms, timing.decode_tokens_per_s, list(self.loaded.warnings),
-                                timing.speculation.to_dict() if timing.speculation else None,
-                                sequences, padded(sequences, self.loaded.spec.tokens.pad),
-                                guide.report(self.sequence.grammar, "".join(parts)) if guide is not None else None)
+        text = "".join(self.parts)
+        result = GenerationResult(list(self.tokens), text, finish, self.prompt_len, self.cached,
+                                  timing.prefill_ms, timing.decode_tokens_per_s, list(self.loaded.warnings),
+                                  timing.speculation.to_dict() if timing.speculation else None,
+                                  sequences, padded(sequences, self.loaded.spec.tokens.pad),
+                                  self.guide.report(self.seq.grammar, text) if self.guide is not None else None)
+        return self.use.finish(result) if self.use is not None else result
+
+
+def _beams(loaded, beams) -> list[dict]:
+    """Beam search's returned sequences as plain dicts (text as the streamed text skips ids)."""
+    text = loaded.text
+    if text is None:
+        return [b.to_dict() for b in beams]
+    skip = frozenset(loaded.eos) | frozenset(text.special_token_ids)   # as the detokenizer's
+    return [b.to_dict(text.decode([t for t in b.tokens if t not in skip])) for b in beams]

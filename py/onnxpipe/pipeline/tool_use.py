@@ -10,14 +10,12 @@ state is reused, as OpenAI keeps them in context) but nothing is parsed as a cal
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator
-
 from ..config.schema import ToolCallFormat
 from ..grammar.formats import Constraint, GrammarError, constraint_from
 from ..grammar.tool_calls import parse_tool_calls
 from ..grammar.tools import (Tool, call_constraint, check_choice, check_tools, resolve_format,
                              strict_auto_constraint)
-from .text_generation import GenerationResult, StreamEvent
+from .text_generation import GenerationResult
 
 
 @dataclass
@@ -51,16 +49,6 @@ class ToolUse:
     def finish(self, result: GenerationResult) -> GenerationResult:
         result.text, result.tool_calls, result.finish_reason = self.parse(result.text, result.finish_reason)
         return result
-
-    def finish_stream(self, events: Iterator[StreamEvent]) -> Iterator[StreamEvent]:
-        """The events as they come; the last one also carries the reply's tool_calls and content."""
-        parts = []
-        for event in events:
-            parts.append(event.text)
-            if event.finish_reason is not None and event.finish_reason != "cancelled":
-                event.content, event.tool_calls, event.finish_reason = self.parse("".join(parts),
-                                                                                 event.finish_reason)
-            yield event
 
 
 def tool_use(loaded, tools, tool_choice, response_format) -> ToolUse | None:
