@@ -23,6 +23,7 @@ from .metrics import CONTENT_TYPE, Metrics
 from .models import Registry
 from .plumbing import BodyLimit, ClientGone, json_body, next_item
 from .replies import Replies
+from .batch_scheduler import TextRequest
 from .scheduler import Done
 
 log = logging.getLogger("onnxpipe.server")
@@ -30,7 +31,7 @@ log = logging.getLogger("onnxpipe.server")
 
 @dataclass(frozen=True)
 class Limits:
-    max_concurrent: int = 1        # sequences one bundle decodes at once (1 until batching lands)
+    max_concurrent: int = 1        # sequences one batchable decoder bundle decodes at once (batch rows)
     max_queue: int = 16            # requests that may wait per bundle; more answer 429
     max_tokens: int = 4096         # the most new tokens a request may ask for (the default stays 256)
     max_upload_mb: float = 25.0    # the largest request body, JSON or upload (413 above)
@@ -103,7 +104,10 @@ def create_app(registry: Registry, metrics: Metrics, limits: Limits) -> FastAPI:
                               f"found {asked}", field)
         if asked is None and limits.max_tokens < DEFAULT_MAX_NEW_TOKENS:
             call.options["max_new_tokens"] = limits.max_tokens   # else the runtime's default applies
-        submission = model.scheduler.submit(text_job(call))
+        if model.scheduler.batching:   # a row of the bundle's batch: the worker prepares it
+            submission = model.scheduler.submit(TextRequest(call.options, call.messages, call.prompt))
+        else:
+            submission = model.scheduler.submit(text_job(call))
         replies = Replies(call, model.id)
         first_token = [True]
 
@@ -243,7 +247,6 @@ def build(bundles: list[str], limits: Limits, load=None):
     the FastAPI app behind the body limit, the FastAPI app). ``load`` defaults to onnxpipe.load."""
     from ..api import load as load_bundle
     from .models import model_id
-    from .scheduler import Scheduler
 
     load = load or load_bundle
     metrics, registry = Metrics(), Registry()
@@ -252,12 +255,33 @@ def build(bundles: list[str], limits: Limits, load=None):
         pipe = load(path)
         for warning in pipe.warnings:
             log.warning("%s: %s", name, warning)
-        registry.add(name, path, pipe, Scheduler(name, pipe, limits.max_queue, metrics))
-        if limits.max_concurrent > 1 and not Scheduler.batching:
-            log.warning("%s runs one sequence at a time (batching: false): --max-concurrent %d waits for "
-                        "continuous batching", name, limits.max_concurrent)
+        registry.add(name, path, pipe, scheduler_for(name, pipe, limits, metrics))
     app = create_app(registry, metrics, limits)
     return BodyLimit(app, int(limits.max_upload_mb * 2 ** 20)), app
+
+
+def scheduler_for(name: str, pipe, limits: Limits, metrics):
+    """A BatchScheduler for a text bundle whose state batchable() accepts when --max-concurrent > 1;
+    else the one-at-a-time Scheduler, with the reason /v1/models shows."""
+    from ..loops.batched import batchable
+    from .batch_scheduler import BatchScheduler
+    from .scheduler import Scheduler
+
+    if pipe.kind != "text":
+        return Scheduler(name, pipe, limits.max_queue, metrics,
+                         f"one sequence at a time: a {pipe.kind} bundle runs one request at a time; "
+                         f"batching is for decoder (text) bundles")
+    why = batchable(pipe)
+    if why is not None:
+        reason = f"one sequence at a time: {why}"
+        if limits.max_concurrent > 1:
+            log.warning("%s runs one sequence at a time (batching: false), not --max-concurrent %d: %s",
+                        name, limits.max_concurrent, why)
+        return Scheduler(name, pipe, limits.max_queue, metrics, reason)
+    if limits.max_concurrent <= 1:
+        return Scheduler(name, pipe, limits.max_queue, metrics,
+                         "one sequence at a time: --max-concurrent 1 (give more to batch this bundle's requests)")
+    return BatchScheduler(name, pipe, limits.max_queue, limits.max_concurrent, metrics)
 
 
 def serve(bundles: list[str], limits: Limits, host: str, port: int) -> None:

@@ -1,7 +1,8 @@
 """One scheduler per bundle: it owns the bundle's Pipeline and runs requests from a bounded queue
-on ONE worker thread, one at a time (a Pipeline holds one sequence's state).
+on ONE worker thread, one at a time (a Pipeline holds one sequence's state). Decoder bundles that
+can be batched get server/batch_scheduler.py's BatchScheduler instead (--max-concurrent > 1).
 
-The interface is what a batched engine replaces (loops/ and state/ on the ``batch`` work):
+The interface, which BatchScheduler shares:
 ``submit(job)`` -> a Submission, an async iterator of the job's events ending in its result;
 ``Submission.cancel()``; ``stats()``. A job is ``job(pipe, emit, cancelled) -> result``: it calls
 ``emit(event)`` as it goes and polls ``cancelled()`` (pipe.chat(cancel=...) does, every step).
@@ -80,10 +81,11 @@ class Scheduler:
     waiting requests (a fuller queue answers 429)."""
 
     batching = False
-    batching_reason = ("one sequence at a time: continuous batching of decoder bundles is not built "
-                       "yet, so concurrent requests wait in the queue")
+    batching_reason = "one sequence at a time: concurrent requests wait in the queue"
 
-    def __init__(self, model_id: str, pipe, max_queue: int, metrics=None):
+    def __init__(self, model_id: str, pipe, max_queue: int, metrics=None, reason: str | None = None):
+        if reason is not None:   # why this bundle isn't batched (/v1/models says it)
+            self.batching_reason = reason
         self.model_id = model_id
         self.pipe = pipe
         self.max_queue = max_queue
