@@ -3,8 +3,9 @@ with the official `openai` client, on SmolLM2 135M: 16 concurrent streaming clie
 different options (greedy, seeded sampling, different max_tokens, a stop string, a json_schema)
 each get the tokens and text the same request gets alone (pipe.chat natively with the options
 the server maps it to); a client that disconnects mid-stream frees its slot for a queued request
-(metrics count its 499); a full batch and queue answer 429; /v1/models says which bundle is
-batched and why another isn't.
+(metrics count its 499); a full batch and queue answer 429; a request refused while it is
+prepared (context, tools) fails alone; completions are rows too; /v1/models says which bundle
+is batched and why another isn't.
 
 Exact equality: SmolLM2's genai bundle attends with GroupQueryAttention, which computes each
 batch row on its own (docs/batching.md, Numerics), and each row samples with its own seeded RNG,
@@ -129,8 +130,31 @@ def test_a_bad_request_fails_alone_while_the_batch_goes_on(batched):
     with pytest.raises(openai.BadRequestError) as info:
         api.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "hi " * 9000}], max_tokens=4)
     assert "context" in info.value.body["message"]
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
+    with pytest.raises(openai.BadRequestError) as info:   # SmolLM2's template has no tool-call syntax
+        api.chat.completions.create(model=MODEL, max_tokens=20, tools=tools, tool_choice="required",
+                                    messages=[{"role": "user", "content": "Weather in Paris?"}])
+    assert info.value.body["param"] == "tools"
     finish = [c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason]
     assert finish == ["length"]
+
+
+def test_completions_are_batched_rows_too(batched):
+    import onnxpipe
+    from onnxpipe.server.chat import completion_call
+
+    _, api, _ = batched
+    bodies = [{"model": MODEL, "prompt": f"The three largest {topic} are", "max_tokens": 10, "temperature": t,
+               "seed": 5} for topic, t in (("lakes", 0), ("cities", 0.9), ("deserts", 0.7))]
+    with ThreadPoolExecutor(len(bodies)) as pool:
+        got = list(pool.map(lambda b: api.completions.create(**b), bodies))
+    pipe = onnxpipe.load(str(CHAT))
+    for body, reply in zip(bodies, got):
+        call = completion_call(dict(body))
+        alone = pipe.generate(call.prompt, **call.options)
+        assert reply.model_extra["onnxpipe"]["token_ids"] == alone.tokens and reply.choices[0].text == alone.text
+        assert reply.usage.prompt_tokens == alone.prompt_tokens
 
 
 def test_a_dropped_stream_frees_its_slot_for_a_queued_request(serve, openai_client):
