@@ -558,9 +558,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="a bundle folder (its id: the folder's name) or ID=FOLDER")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8000, help="port to listen on (default 8000)")
-    serve.add_argument("--max-concurrent", type=int, default=1,
+    serve.add_argument("--max-concurrent", type=int, default=8,
                        help="sequences one decoder bundle decodes at once as the rows of one batch "
-                            "(continuous batching; default 1: one at a time). Bundles whose state can't be "
+                            "(continuous batching; default 8; 1: one at a time). Bundles whose state can't be "
                             "batched run one at a time; /v1/models says which and why")
     serve.add_argument("--max-queue", type=int, default=16,
                        help="requests that may wait per bundle; more are answered 429 (default 16)")
