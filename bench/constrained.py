@@ -104,10 +104,12 @@ def _validate(schema, value) -> str | None:
     return None if error is None else f"{error.json_path}: {error.message[:160]}"
 
 
-def schema_share(pipe, schemas: list[tuple[str, dict]], max_tokens: int, log) -> dict:
+def schema_share(pipe, schemas: list[tuple[str, dict]], max_tokens: int, log, strict: bool = False,
+                 repetition_penalty: float = 1.0) -> dict:
     rows = []
     for name, schema in schemas:
-        rf = {"type": "json_schema", "json_schema": {"name": name.replace(".", "_")[:64], "schema": schema}}
+        rf = {"type": "json_schema", "json_schema": {"name": name.replace(".", "_")[:64], "schema": schema,
+                                                      "strict": strict}}
         row = {"name": name}
         start = time.perf_counter()
         try:
@@ -119,8 +121,10 @@ def schema_share(pipe, schemas: list[tuple[str, dict]], max_tokens: int, log) ->
             continue
         row["compile_ms"] = round((time.perf_counter() - start) * 1000, 1)
         result = pipe.chat(_messages(f"Fill this JSON schema: {_about(name, schema)}"), response_format=rf,
-                           do_sample=False, max_new_tokens=max_tokens)
-        row.update(compiled=True, finish_reason=result.finish_reason, tokens=len(result.tokens))
+                           do_sample=False, max_new_tokens=max_tokens, repetition_penalty=repetition_penalty)
+        # the runtime's own verdict (grammar/check.py) next to this script's validator
+        row.update(compiled=True, finish_reason=result.finish_reason, tokens=len(result.tokens),
+                   runtime_valid=result.grammar.get("valid"))
         if result.finish_reason != "stop":
             row["outcome"] = "length"
         else:
@@ -140,7 +144,8 @@ def schema_share(pipe, schemas: list[tuple[str, dict]], max_tokens: int, log) ->
             "valid": len(valid), "length": sum(r.get("outcome") == "length" for r in compiled),
             "invalid": sum(r.get("outcome") == "invalid" for r in compiled),
             "valid_share_of_compiled": round(len(valid) / len(compiled), 4) if compiled else None,
-            "goal_valid_share": 0.99, "max_tokens": max_tokens, "rows": rows}
+            "goal_valid_share": 0.99, "max_tokens": max_tokens, "strict": strict,
+            "repetition_penalty": repetition_penalty, "rows": rows}
 
 
 def main(argv=None) -> None:
@@ -151,6 +156,8 @@ def main(argv=None) -> None:
     ap.add_argument("--tokens", type=int, default=128, help="new tokens per speed run")
     ap.add_argument("--runs", type=int, default=3, help="interleaved speed runs of each kind")
     ap.add_argument("--max-tokens", type=int, default=512, help="max new tokens per schema answer")
+    ap.add_argument("--strict", action="store_true", help="json_schema.strict: true for the schema answers")
+    ap.add_argument("--repetition-penalty", type=float, default=1.0, help="for the schema answers")
     ap.add_argument("--skip-speed", action="store_true")
     ap.add_argument("--skip-schemas", action="store_true")
     ap.add_argument("--json", action="store_true", help="print one JSON object")
@@ -171,7 +178,8 @@ def main(argv=None) -> None:
         if args.limit:
             schemas = schemas[:args.limit]
         log(f"real-world schemas: {len(schemas)} from {args.schemas.name} (SchemaStore, vendored by check-jsonschema)")
-        report["schemas"] = r = schema_share(pipe, schemas, args.max_tokens, log)
+        log(f"strict {args.strict}, repetition_penalty {args.repetition_penalty}, greedy, max {args.max_tokens} tokens")
+        report["schemas"] = r = schema_share(pipe, schemas, args.max_tokens, log, args.strict, args.repetition_penalty)
         log(f"compiled {r['compiled']}/{r['schemas']} ({r['compile_failures']} failures); of those valid "
             f"{r['valid']} ({r['valid_share_of_compiled']}, goal >= {r['goal_valid_share']}), "
             f"length {r['length']}, invalid {r['invalid']}")
