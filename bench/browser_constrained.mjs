@@ -24,14 +24,14 @@ const BUNDLE = path.resolve(args[0] ?? path.join(ROOT, 'public', 'models', 'smol
 const NAME = path.basename(BUNDLE);
 const log = (m) => process.stderr.write(`${m}\n`);
 
-// the same prompt and schema as bench/constrained.py's speed part: a long string keeps both
-// runs decoding for the whole budget
-export const PROMPT = 'Write a long story about a dragon who learns to cook, as JSON with a title and the story.';
+// the same prompt and schema as bench/constrained.py's speed part (PEOPLE): at least thirty
+// people cannot end early, so both runs decode the whole budget
+export const PROMPT = 'List thirty people with their name, age and city as JSON.';
 export const SCHEMA = {
-  type: 'object',
-  properties: { title: { type: 'string' }, story: { type: 'string' } },
-  required: ['title', 'story'],
-  additionalProperties: false,
+  type: 'object', required: ['people'], properties: { people: {
+    type: 'array', minItems: 30, items: {
+      type: 'object', required: ['name', 'age', 'city'],
+      properties: { name: { type: 'string' }, age: { type: 'integer' }, city: { type: 'string' } } } } },
 };
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -47,7 +47,7 @@ async function main() {
     const page = await openRuntimePage(context, server.url);
     await loadBundle(page, `${server.url}models/${NAME}/`, { ep: 'wasm', threads });
     const messages = [{ role: 'user', content: PROMPT }];
-    const format = { type: 'json_schema', json_schema: { name: 'story', schema: SCHEMA } };
+    const format = { type: 'json_schema', json_schema: { name: 'people', schema: SCHEMA } };
     const free = [], constrained = [], compiles = [];
     for (let r = 0; r < RUNS; r++) {
       // interleaved: free then constrained in each round, so drift hits both alike
