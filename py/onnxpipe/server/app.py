@@ -174,10 +174,15 @@ def create_app(registry: Registry, metrics: Metrics, limits: Limits) -> FastAPI:
             try:
                 if call.format == "wav":
                     yield speech.streamed_wav_header(rate)
-                item = first
+                item, whole = first, []
                 while not isinstance(item, Done):
-                    yield speech.pcm16(item)
+                    if call.format == "flac":
+                        whole.append(item)   # sent whole: the FLAC header states the length
+                    else:
+                        yield speech.pcm16(item)
                     item = await submission.__anext__()
+                if call.format == "flac":
+                    yield await run_in_threadpool(speech.flac, whole, rate)
                 status = 200
             except Exception:   # noqa: BLE001 - the headers are gone: the stream ends short
                 log.exception("speech for %s failed mid-stream", model.id)

@@ -13,11 +13,11 @@ from .chat_structured import is_object, shown
 from .errors import bad_request
 
 FIELDS = ["model", "input", "voice", "response_format", "speed", "controls", "stream_format"]
-FORMATS = {"wav": "audio/wav", "pcm": "audio/pcm"}
-# flac needs an encoder this package does not carry (no well-kept pure-Python one; soundfile is not
-# a dependency), so it is refused rather than faked
-NO_FLAC = ('response_format: "flac" is not available: onnxpipe has no FLAC encoder installed; '
-           'ask for "wav" or "pcm"')
+FORMATS = {"wav": "audio/wav", "pcm": "audio/pcm", "flac": "audio/flac"}
+# flac is encoded by libsndfile (the `soundfile` package, part of the `serve` extra) once the
+# speech is done: its header states the length, so it is sent whole; wav and pcm stream
+NO_FLAC = ('response_format: "flac" needs the soundfile package (pip install soundfile); '
+           'ask for "wav" or "pcm", or install it')
 
 
 @dataclass
@@ -46,10 +46,10 @@ def speech_call(params) -> SpeechCall:
         raise bad_request(f'stream_format: onnxpipe\'s server streams "audio" (sentence by sentence), found '
                           f"{shown(stream_format)}", "stream_format")
     fmt = params.get("response_format", "wav")
-    if fmt == "flac":
-        raise bad_request(NO_FLAC, "response_format")
     if fmt not in FORMATS:
-        raise bad_request(f'response_format: expected "wav" or "pcm", found {shown(fmt)}', "response_format")
+        raise bad_request(f'response_format: expected "wav", "pcm" or "flac", found {shown(fmt)}', "response_format")
+    if fmt == "flac" and not flac_available():
+        raise bad_request(NO_FLAC, "response_format")
     given = params.get("controls") or {}
     if not is_object(given):
         raise bad_request(f"controls: expected an object {{name: value}} of the voice's controls, found {shown(given)}",
@@ -88,6 +88,28 @@ def speak_job(text: str, controls: dict):
     def job(pipe, emit, cancelled):
         return pipe.speak(text, on_audio=lambda samples, sentence: emit(samples), cancel=cancelled, **controls)
     return job
+
+
+def flac_available() -> bool:
+    try:
+        import soundfile  # noqa: F401
+    except (ImportError, OSError):   # OSError: the package without its libsndfile
+        return False
+    return True
+
+
+def flac(chunks: list, sample_rate: int) -> bytes:
+    """The sentences' samples as one 16-bit mono FLAC file: the very 16-bit samples the WAV
+    and pcm formats carry (the WAV encoder's rounding and clipping), losslessly packed."""
+    import io
+
+    import numpy as np
+    import soundfile
+
+    pcm = np.frombuffer(b"".join(pcm16(c) for c in chunks), dtype="<i2")
+    out = io.BytesIO()
+    soundfile.write(out, pcm, sample_rate, format="FLAC", subtype="PCM_16")
+    return out.getvalue()
 
 
 def pcm16(samples) -> bytes:
