@@ -38,7 +38,26 @@ const packageLocation = {
   },
 };
 
+/** Node built-ins that browser packages reach only on their Node branch (web-xgrammar's
+ * Emscripten loader: `await import('module')`, `require('url')`) become empty modules, as Vite's
+ * browser build makes them; left external they would stay imports in the one-file worker. */
+const NODE_ONLY = new Set(['module', 'url', 'fs', 'path', 'crypto', 'worker_threads']);
+const nodeBuiltinStubs = {
+  name: 'onnxpipe-node-builtin-stubs',
+  resolveId(source, importer) {
+    const name = source.replace(/^node:/, '');
+    if (NODE_ONLY.has(name) && importer && importer.includes(`${path.sep}node_modules${path.sep}`)) return `\0node-stub:${name}`;
+    return null;
+  },
+  load(id) {
+    if (!id.startsWith('\0node-stub:')) return null;
+    // every name a Node branch might read is undefined: calling one throws, as in a browser
+    return 'export default {}; export const createRequire = undefined; export const fileURLToPath = undefined;';
+  },
+};
+
 async function bundle(input, file, { plugins = [], minify = true } = {}) {
+  plugins = [nodeBuiltinStubs, ...plugins];
   const build = await rolldown({ input, platform: 'browser', plugins, logLevel: 'warn' });
   await build.write({ file, format: 'es', codeSplitting: false, minify });
   await build.close();
