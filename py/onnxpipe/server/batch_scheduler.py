@@ -14,15 +14,11 @@ error alone while the other rows go on. llama.cpp's server slots, one thread: do
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import threading
-from collections import deque
 from dataclasses import dataclass, field
 
 from ..loops.batched import BatchedDecoder
-from .errors import APIError
-from .scheduler import Done, Submission
+from .scheduler import Done, RequestQueue, Submission, cancelled_while_queued
 
 log = logging.getLogger("onnxpipe.server")
 
@@ -43,11 +39,7 @@ class TextRequest:
         return pipe.generation.prepare_reply(self.prompt, cancel=cancel, **self.options)
 
 
-def _cancelled_while_queued() -> APIError:
-    return APIError(499, "the request was cancelled while queued", None, "client_closed_request")
-
-
-class BatchScheduler:
+class BatchScheduler(RequestQueue):
     """Decodes up to ``max_concurrent`` of one bundle's requests together; at most ``max_queue``
     more wait (a fuller queue answers 429)."""
 
@@ -55,47 +47,24 @@ class BatchScheduler:
     batching_reason = None
 
     def __init__(self, model_id: str, pipe, max_queue: int, max_concurrent: int, metrics=None):
-        self.model_id = model_id
-        self.pipe = pipe
-        self.max_queue = max_queue
         self.max_concurrent = max_concurrent
-        self.metrics = metrics
         self.decoder = BatchedDecoder(pipe, max_rows=max_concurrent)   # refuses a bundle batchable() refuses
-        self.waiting: deque[Submission] = deque()
         self.active: dict[int, tuple[Submission, object]] = {}   # id(sequence) -> (its Submission, its Reply)
-        self.condition = threading.Condition()
-        self.closed = False
-        self.thread = threading.Thread(target=self._work, name=f"onnxpipe-{model_id}-batch", daemon=True)
-        self.thread.start()
+        super().__init__(model_id, pipe, max_queue, metrics, f"onnxpipe-{model_id}-batch")
 
     def submit(self, request: TextRequest) -> Submission:
         """Queue ``request``; 429 when every slot is taken and ``max_queue`` requests already wait."""
         if not isinstance(request, TextRequest):
             raise TypeError(f"BatchScheduler.submit: expected a TextRequest, found {type(request).__name__}")
-        submission = Submission(request, asyncio.get_running_loop())
-        with self.condition:
-            if self.closed:
-                raise APIError(503, "the server is shutting down")
+
+        def full():
             free = max(0, self.max_concurrent - len(self.active))
             if len(self.waiting) >= self.max_queue + free:
-                raise APIError(429, f"model {self.model_id!r} is busy: {len(self.active)} request(s) decode "
-                                    f"(--max-concurrent {self.max_concurrent}) and {len(self.waiting)} wait "
-                                    f"(--max-queue {self.max_queue}); retry later", None, "queue_full")
-            self.waiting.append(submission)
-            submission.withdraw = lambda: self._withdraw(submission)
-            self._depth()
-            self.condition.notify()
-        return submission
-
-    def _withdraw(self, submission: Submission) -> None:
-        """A queued request whose client left gives its place up at once (a decoding one leaves
-        at the next step: its Sequence's cancel reads the same flag)."""
-        with self.condition:
-            if submission not in self.waiting:
-                return
-            self.waiting.remove(submission)
-            self._depth()
-        submission.push(_cancelled_while_queued())
+                return (f"model {self.model_id!r} is busy: {len(self.active)} request(s) decode "
+                        f"(--max-concurrent {self.max_concurrent}) and {len(self.waiting)} wait "
+                        f"(--max-queue {self.max_queue}); retry later")
+            return None
+        return self._enqueue(request, full)
 
     def stats(self) -> dict:
         with self.condition:
@@ -111,10 +80,6 @@ class BatchScheduler:
                 submission.cancelled.set()   # the rows end at the next step
             self.condition.notify()
         self.thread.join(timeout=5)
-
-    def _depth(self) -> None:
-        if self.metrics is not None:
-            self.metrics.queue_depth.labels(self.model_id).set(len(self.waiting))
 
     # ---- the worker thread ---------------------------------------------------------------------
 
@@ -144,7 +109,7 @@ class BatchScheduler:
     def _admit(self, submission: Submission) -> None:
         """Prepare and prefill one request; its errors go back to it alone."""
         if submission.cancelled.is_set():
-            submission.push(_cancelled_while_queued())
+            submission.push(cancelled_while_queued())
             return
         try:
             seq, reply = submission.job.prepare(self.pipe, submission.cancelled.is_set)

@@ -76,7 +76,60 @@ class Submission:
         raise APIError(499, "the request was cancelled")
 
 
-class Scheduler:
+def cancelled_while_queued() -> APIError:
+    return APIError(499, "the request was cancelled while queued", None, "client_closed_request")
+
+
+class RequestQueue:
+    """What every scheduler shares: one bundle's bounded queue of waiting Submissions, guarded by
+    one condition, with the 503 once closed, the client that leaves while queued, the queue-depth
+    metric, and the worker thread (``_work``, the subclass's) started last."""
+
+    def __init__(self, model_id: str, pipe, max_queue: int, metrics=None, thread_name: str = ""):
+        self.model_id = model_id
+        self.pipe = pipe
+        self.max_queue = max_queue
+        self.metrics = metrics
+        self.waiting: deque[Submission] = deque()
+        self.condition = threading.Condition()
+        self.closed = False
+        self.thread = threading.Thread(target=self._work, name=thread_name or f"onnxpipe-{model_id}", daemon=True)
+        self.thread.start()
+
+    def _enqueue(self, work, full) -> Submission:
+        """Queue ``work``; ``full()`` (under the lock) returns the 429's message, or None to admit."""
+        submission = Submission(work, asyncio.get_running_loop())
+        with self.condition:
+            if self.closed:
+                raise APIError(503, "the server is shutting down")
+            message = full()
+            if message is not None:
+                raise APIError(429, message, None, "queue_full")
+            self.waiting.append(submission)
+            submission.withdraw = lambda: self._withdraw(submission)
+            self._depth()
+            self.condition.notify()
+        return submission
+
+    def _withdraw(self, submission: Submission) -> None:
+        """A queued request whose client left gives its place up at once (a running one sees
+        its cancelled flag at its next step)."""
+        with self.condition:
+            if submission not in self.waiting:
+                return
+            self.waiting.remove(submission)
+            self._depth()
+        submission.push(cancelled_while_queued())
+
+    def _depth(self) -> None:
+        if self.metrics is not None:
+            self.metrics.queue_depth.labels(self.model_id).set(len(self.waiting))
+
+    def _work(self) -> None:
+        raise NotImplementedError
+
+
+class Scheduler(RequestQueue):
     """Runs one bundle's requests one at a time, in order, from a queue of at most ``max_queue``
     waiting requests (a fuller queue answers 429)."""
 
@@ -86,41 +139,18 @@ class Scheduler:
     def __init__(self, model_id: str, pipe, max_queue: int, metrics=None, reason: str | None = None):
         if reason is not None:   # why this bundle isn't batched (/v1/models says it)
             self.batching_reason = reason
-        self.model_id = model_id
-        self.pipe = pipe
-        self.max_queue = max_queue
-        self.metrics = metrics
-        self.waiting: deque[Submission] = deque()
         self.running: Submission | None = None
-        self.condition = threading.Condition()
-        self.closed = False
-        self.thread = threading.Thread(target=self._work, name=f"onnxpipe-{model_id}", daemon=True)
-        self.thread.start()
+        super().__init__(model_id, pipe, max_queue, metrics)
 
     def submit(self, job: Job) -> Submission:
         """Queue ``job``; 429 when ``max_queue`` requests already wait."""
-        submission = Submission(job, asyncio.get_running_loop())
-        with self.condition:
-            if self.closed:
-                raise APIError(503, "the server is shutting down")
+        def full():
             busy = self.running is not None or self.waiting
             if busy and len(self.waiting) >= self.max_queue:
-                raise APIError(429, f"model {self.model_id!r} is busy: {len(self.waiting)} request(s) already "
-                                    f"wait (--max-queue {self.max_queue}); retry later", None, "queue_full")
-            self.waiting.append(submission)
-            submission.withdraw = lambda: self._withdraw(submission)
-            self._depth()
-            self.condition.notify()
-        return submission
-
-    def _withdraw(self, submission: Submission) -> None:
-        """A queued request whose client left gives its place up at once."""
-        with self.condition:
-            if submission not in self.waiting:
-                return   # running or done: its job sees cancelled() at the next step
-            self.waiting.remove(submission)
-            self._depth()
-        submission.push(APIError(499, "the request was cancelled while queued", None, "client_closed_request"))
+                return (f"model {self.model_id!r} is busy: {len(self.waiting)} request(s) already "
+                        f"wait (--max-queue {self.max_queue}); retry later")
+            return None
+        return self._enqueue(job, full)
 
     def stats(self) -> dict:
         with self.condition:
@@ -135,10 +165,6 @@ class Scheduler:
             self.condition.notify()
         self.thread.join(timeout=5)
 
-    def _depth(self) -> None:
-        if self.metrics is not None:
-            self.metrics.queue_depth.labels(self.model_id).set(len(self.waiting))
-
     def _work(self) -> None:
         while True:
             with self.condition:
@@ -150,8 +176,7 @@ class Scheduler:
                 self._depth()
             try:
                 if submission.cancelled.is_set():   # cancelled between withdraw's check and here
-                    submission.push(APIError(499, "the request was cancelled while queued", None,
-                                             "client_closed_request"))
+                    submission.push(cancelled_while_queued())
                 else:
                     result = submission.job(self.pipe, submission.push, submission.cancelled.is_set)
                     submission.push(Done(result))
