@@ -104,6 +104,16 @@ def _figures(wall: float, ttft: list[float], made: list[list[int]]) -> dict:
             "ttft_p95_ms": 1000 * _percentile(ttft, 0.95), "tokens": total, "first_stream": made[0]}
 
 
+def genai_engine(bundle: str):
+    """onnxruntime-genai's Engine over ``bundle``, or None (said) when it doesn't run here."""
+    try:
+        import onnxruntime_genai as og
+        return og.Engine(og.Model(bundle))
+    except Exception as exc:   # an engine that doesn't run here is reported, not fatal
+        print(f"onnxruntime-genai Engine not run: {exc}")
+        return None
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("bundle", nargs="?", default=DEFAULT_BUNDLE)
@@ -121,13 +131,7 @@ def main(argv=None) -> int:
         print(f"{a.bundle}: not batchable: {why}")
         return 1
     decoder = BatchedDecoder(pipe, max_rows=max(streams))
-    engine = None
-    if not a.no_genai:
-        try:
-            import onnxruntime_genai as og
-            engine = og.Engine(og.Model(a.bundle))
-        except Exception as exc:   # an engine that doesn't run here is reported, not fatal
-            print(f"onnxruntime-genai Engine not run: {exc}")
+    engine = None if a.no_genai else genai_engine(a.bundle)
     all_ids = prompts(pipe, max(streams))
     onnxpipe_round(pipe, decoder, all_ids[:1], 4)   # warm-up
     if engine is not None:

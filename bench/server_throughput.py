@@ -109,13 +109,7 @@ def main(argv=None) -> int:
     if not model.scheduler.batching:
         print(f"note: {model.id} is not batched: {model.scheduler.batching_reason}")
     api = openai.OpenAI(base_url=f"{base}/v1", api_key="none", max_retries=0, timeout=600)
-    engine = None
-    if not a.no_genai:
-        try:
-            import onnxruntime_genai as og
-            engine = og.Engine(og.Model(a.bundle))
-        except Exception as exc:   # an engine that doesn't run here is reported, not fatal
-            print(f"onnxruntime-genai Engine not run: {exc}")
+    engine = None if a.no_genai else batched_decode.genai_engine(a.bundle)
     try:
         server_round(api, model.id, 1, 4)   # warm-up
         all_ids = batched_decode.prompts(model.pipe, max(streams)) if engine is not None else []   # server idle

@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
+from ..errors import EngineError
 from ..search import masks
 from ..search.detokenize import TextStream
 from ..search.options import SearchOptions
@@ -186,6 +187,5 @@ class Sequence:
     def accept(self, token: int) -> None:
         """Advance the grammar past ``token`` (the sampler graph picked it under its mask)."""
         if not self.grammar.accept(token):
-            from ..errors import EngineError
             raise EngineError(f"the grammar engine refused token {token}, which the sampler picked under "
                               f"its own mask: a bug, please report it")
