@@ -15,6 +15,10 @@ from .registry import DRAFTERS, LOOPS, PHONEMIZERS, SCHEDULERS
 FLOW_PHASES = ("init", "step", "final")
 PHASE_ALIASES = {"once": "init", "prompt": "init", "always": "step"}
 LOOP_MODES = ("batched", "per_image")
+# which step-phase passes run a step: every one; those feeding more than one token per sequence
+# (a prompt, a chat turn, a draft to check); those feeding exactly one (onnxruntime-genai's
+# run_on_prompt / run_on_token_gen)
+PASS_KINDS = ("any", "prompt", "token_gen")
 KV_FORMATS = ("auto", "separate", "combined", "shared_buffer")
 POSITION_STRATEGIES = ("auto", "default", "mrope_3d", "windowed")
 GENERATION_LOOPS = LOOPS   # names registered by loops/; SCHEDULERS: by diffusion/ (config/registry.py)
@@ -143,6 +147,8 @@ class FlowStep:
     repeat: int = spec(1, "inner loop count within the phase", range=Range(1, 1024, "runs"))
     counter: str | None = spec(None, "input that receives the repeat index")
     optional: bool = spec(False, "skip when its session is missing")
+    on: str = spec("any", "step phase: which passes run it (prompt: more than one token per "
+                          "sequence fed; token_gen: one)", choices=PASS_KINDS)
     cross_attention_from: str | None = spec(None, "encoder session whose outputs are frozen")
     merge: MergeFeatures | None = spec(None, "write an earlier session's rows over this step's "
                                              "output at a token's positions (engine/merge.py)")

@@ -52,6 +52,14 @@ def validate_spec(spec: PipelineSpec, file: str, bundle_dir: str | None = None) 
         if step.repeat < 1:
             raise ConfigError(f"expected repeat >= 1, found {step.repeat}", file=file,
                               path=f"$.pipeline.flow[{i}].repeat")
+        if step.on != "any" and step.when != "step":
+            raise ConfigError(f'"on": "{step.on}" chooses among step-phase passes; this step runs in '
+                              f'the {step.when} phase (use "when": "step", or drop "on")',
+                              file=file, path=f"$.pipeline.flow[{i}].on")
+        if step.on != "any" and spec.generation.loop != "autoregressive":
+            raise ConfigError(f'"on": "{step.on}" needs the autoregressive loop (its passes feed a '
+                              f'prompt or one token); generation.loop is "{spec.generation.loop}"',
+                              file=file, path=f"$.pipeline.flow[{i}].on")
         if step.loop == "per_image" and not step.loop_over:
             raise ConfigError('loop "per_image" needs "loop_over" (the input to iterate over)',
                               file=file, path=f"$.pipeline.flow[{i}].loop_over")

@@ -125,7 +125,7 @@ def make_components(spec: PipelineSpec, sessions: dict, backend, file: str) -> l
         taken = frozenset(cross.get(session.name, ()))
         kv = make_kv_cache(backend, session, state.kv_cache, spec.generation.max_length, file,
                            session.provider, taken)
-        if kv is not None:
+        if kv is not None and not _share_kv(components, kv, session, file):
             components.append(kv)
         if state.position_ids.input_name in session.inputs:
             positions[session.name] = session.inputs[state.position_ids.input_name]
@@ -151,6 +151,29 @@ def make_components(spec: PipelineSpec, sessions: dict, backend, file: str) -> l
                               file=file, path=f"$.pipeline.state.recurrent[{i}]")
         components.append(Recurrent(backend, owner, rec, file, f"$.pipeline.state.recurrent[{i}]"))
     return components
+
+
+def _share_kv(components: list, kv: KVCache, session, file: str) -> bool:
+    """Sessions with the very same past/present names share one cache (a prompt-only and a
+    token-only variant of the same layers: onnxruntime-genai's decoder-pipeline stages). True
+    when ``kv``'s session joined an earlier cache; a partial overlap is an error."""
+    names = kv.inputs[session.name]
+    for comp in components:
+        if not isinstance(comp, KVCache):
+            continue
+        owner, theirs = next(iter(comp.inputs.items()))
+        if not names & theirs:
+            continue
+        if names != theirs or kv.outputs[session.name] != comp.outputs[owner] or type(kv) is not type(comp) \
+                or kv._fixed != comp._fixed:
+            raise ConfigError(f'sessions "{owner}" and "{session.name}" share KV inputs '
+                              f'({", ".join(sorted(names & theirs)[:3])}) but not the same cache: a cache two '
+                              f"sessions take must have the same layers, names, layout and shapes in both",
+                              file=file, path="$.pipeline.state.kv_cache")
+        comp.inputs[session.name] = names
+        comp.outputs[session.name] = kv.outputs[session.name]
+        return True
+    return False
 
 
 def assemble(config: LoadedConfig, backend, providers=None, variant=None) -> Assembly:

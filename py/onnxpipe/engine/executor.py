@@ -46,14 +46,26 @@ class Executor:
         """
         ctx = StepContext(self.length, new_length, batch, inputs)
         made: dict[tuple[str, str], Any] = {}
+        kind = "prompt" if new_length > 1 else "token_gen"   # a step's "on" picks among them
+        ran: set[str] = set()
         for plan in self.plan.phases[phase]:
+            if plan.step.on != "any" and plan.step.on != kind:
+                continue
             for index in range(plan.step.repeat):
-                self._run_step(plan, index, inputs, made, ctx, phase)
+                self._run_step(plan, index, inputs, made, ctx, phase, ran)
+            ran.add(plan.step.run)
         self.length += ctx.new_length   # a plugin may have lengthened the sequence
-        return {name: self.values[src] for name, src in self.plan.pipeline_outputs.items()
-                if src in self.values and src[0] in {p.step.run for p in self.plan.phases[phase]}}
+        options = self.plan.output_options
+        out = {}
+        for name, src in self.plan.pipeline_outputs.items():
+            if name in options:
+                src = next((o for o in options[name] if o[0] in ran), src)
+            if src in self.values and src[0] in {p.step.run for p in self.plan.phases[phase]}:
+                out[name] = self.values[src]
+        return out
 
-    def _run_step(self, plan: StepPlan, index: int, inputs, made, ctx: StepContext, phase: str) -> None:
+    def _run_step(self, plan: StepPlan, index: int, inputs, made, ctx: StepContext, phase: str,
+                  ran: set[str]) -> None:
         backend = self.backend
         feeds: dict[str, Any] = {}
         bound: dict[str, Any] = {}
@@ -63,6 +75,9 @@ class Executor:
         for name, kind, key in plan.feeds:
             if kind == "session":
                 feeds[name] = self.values[key]
+                continue
+            if kind == "either":   # the latest producer that ran in this pass (else the last, always run)
+                feeds[name] = self.values[next((k for k in key if k[0] in ran), key[-1])]
                 continue
             value = inputs.get(key, _MISSING)
             if value is _MISSING:   # a wire from inputs.<key> declares an input only the caller gives

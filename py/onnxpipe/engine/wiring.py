@@ -2,7 +2,9 @@
 
 Sources, in order of precedence: an explicit wire; a state component; an output of the
 same name from a session that runs earlier; a pipeline input the loop supplies. Anything
-else is a load-time error, as are wires to tensors a session doesn't have.
+else is a load-time error, as are wires to tensors a session doesn't have. Where the latest
+earlier producer runs only on some passes (a step's ``on``), the input takes the latest one
+that ran in the pass ("either" feeds), checked at load to cover every pass that reads it.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ class StepPlan:
     step: FlowStep
     session: object                             # backends.base.Session
     feeds: list[tuple[str, str, object]] = field(default_factory=list)
-    # (input, "pipeline" | "session", pipeline input name | (session, output))
+    # (input, "pipeline" | "session" | "either", pipeline input name | (session, output)
+    #  | [(session, output), ...] latest first: the first whose session ran in this pass)
     self_feeds: dict[str, str] = field(default_factory=dict)   # input -> own output, for repeat > 0
     state: list = field(default_factory=list)   # StateComponents binding this session
     outputs: list[str] = field(default_factory=list)  # fetched from the engine
@@ -37,6 +40,38 @@ class Plan:
     pipeline_outputs: dict[str, tuple[str, str]]   # name -> (session, output)
     pipeline_inputs: set[str]
     caller_inputs: set[str] = field(default_factory=set)   # pipeline inputs the caller must give
+    # loop outputs made by steps that run on some passes only: candidates, latest first
+    output_options: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+
+
+_ALL_PASSES = frozenset(("prompt", "token_gen"))
+
+
+def _passes(on: str) -> frozenset[str]:
+    return _ALL_PASSES if on == "any" else frozenset((on,))
+
+
+def _sources(produced: list, name: str) -> list[tuple[str, str]]:
+    """Earlier producers of ``name``, latest first, down to the first that runs on every pass."""
+    found = []
+    for session, outs, on in reversed(produced):
+        if name in outs:
+            found.append((session, on))
+            if on == "any":
+                break
+    return found
+
+
+def _check_covered(found: list[tuple[str, str]], wanted: frozenset[str], what: str, file: str) -> None:
+    """Some producer in ``found`` runs on every kind of pass in ``wanted``, or a ConfigError."""
+    covered = frozenset().union(*(_passes(on) for _, on in found))
+    missing = sorted(wanted - covered)
+    if missing:
+        makers = ", ".join(f'"{s}" (on {on})' for s, on in found)
+        raise ConfigError(f'{what} comes from {makers}, but none of them runs on {missing[0]} passes, so '
+                          f'it would be missing there: add a step that makes it on those passes, or '
+                          f'run its reader with "on": "{next(iter(covered))}"', file=file,
+                          path="$.pipeline.flow")
 
 
 def _order(spec: PipelineSpec, sessions: dict) -> list[tuple[int, FlowStep]]:
@@ -96,7 +131,7 @@ def plan_flow(spec: PipelineSpec, sessions: dict, components: list, file: str,
                 claimed[(session, name)] = comp
 
     phases: dict[str, list[StepPlan]] = {p: [] for p in FLOW_PHASES}
-    produced: list[tuple[str, set[str]]] = []    # (session, outputs) in execution order
+    produced: list[tuple[str, set[str], str]] = []    # (session, outputs, on) in execution order
     needed: dict[str, set[str]] = {name: set() for name in sessions}
     for slot, (index, step) in enumerate(ordered):
         session = sessions[step.run]
@@ -121,10 +156,15 @@ def plan_flow(spec: PipelineSpec, sessions: dict, components: list, file: str,
             elif name == step.counter:
                 plan.counter_dtype = info.dtype
             else:
-                source = next((s for s, outs in reversed(produced) if name in outs), None)
-                if source is not None:
-                    plan.feeds.append((name, "session", (source, name)))
-                    needed[source].add(name)
+                found = _sources(produced, name)
+                if len(found) == 1 and found[0][1] == "any":
+                    plan.feeds.append((name, "session", (found[0][0], name)))
+                    needed[found[0][0]].add(name)
+                elif found:
+                    _check_covered(found, _passes(step.on), f'input "{name}" of session "{step.run}"', file)
+                    plan.feeds.append((name, "either", [(s, name) for s, _ in found]))
+                    for s, _ in found:
+                        needed[s].add(name)
                 elif name in declared_inputs:
                     plan.feeds.append((name, "pipeline", name))
                 elif key not in self_wires:
@@ -142,14 +182,21 @@ def plan_flow(spec: PipelineSpec, sessions: dict, components: list, file: str,
                         f'{{"from": "inputs.{loop_inputs[0] if loop_inputs else name}", '
                         f'"to": "{step.run}.{name}"}}',
                         file=file, path="$.pipeline.dataflow")
-        produced.append((step.run, set(session.outputs)))
+        produced.append((step.run, set(session.outputs), step.on))
         phases[step.when].append(plan)
 
+    output_options: dict[str, list[tuple[str, str]]] = {}
     for name in loop_outputs:
         if name in pipeline_outputs:
             continue
-        source = next((p.step.run for p in reversed(phases["step"] or phases["init"])
-                       if name in p.session.outputs), None)
+        found = _sources([(p.step.run, p.session.outputs, p.step.on)
+                          for p in phases["step"] or phases["init"]], name)
+        source = found[0][0] if found else None
+        if len(found) > 1 or (found and found[0][1] != "any"):
+            _check_covered(found, _ALL_PASSES, f'the loop\'s "{name}"', file)
+            output_options[name] = [(s, name) for s, _ in found]
+            for s, _ in found[1:]:
+                needed[s].add(name)
         if source is None:
             last = (phases["step"] or phases["init"] or [None])[-1]
             example = f"{last.step.run}.{next(iter(last.session.outputs))}" if last else "decoder.scores"
@@ -181,7 +228,7 @@ def plan_flow(spec: PipelineSpec, sessions: dict, components: list, file: str,
             if shape and shape.source not in p.session.inputs:
                 declared_inputs.add(shape.source)
                 used.add(shape.source)
-    return Plan(phases, pipeline_outputs, declared_inputs, used - set(loop_inputs))
+    return Plan(phases, pipeline_outputs, declared_inputs, used - set(loop_inputs), output_options)
 
 
 def _check_tensor(sessions: dict, endpoint: tuple[str, str], side: str, file: str, path: str) -> None:
