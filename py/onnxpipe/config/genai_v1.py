@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ConfigError
+from . import genai_pipeline
 from .parse import describe
 
 FILE = "genai_config.json"
@@ -86,14 +87,17 @@ def translate(genai: dict[str, Any], file: str = FILE) -> dict[str, Any]:
                           f"pipeline.json v2 for this bundle instead", file=file,
                           path=f"$.model.{present[0]}")
     decoder = model["decoder"]
-    if "filename" not in decoder:
-        raise ConfigError('missing "filename"', file=file, path="$.model.decoder.filename")
+    staged = model.get("type") == genai_pipeline.PIPELINE_TYPE   # stages instead of one file
+    if "filename" not in decoder and not staged:
+        raise ConfigError('missing "filename"' + (' (a "pipeline" of stages runs only with model.type '
+                          f'"{genai_pipeline.PIPELINE_TYPE}", found {describe(model.get("type"))})'
+                          if "pipeline" in decoder else ""), file=file, path="$.model.decoder.filename")
     inputs = _object(decoder.get("inputs", {}), file, "$.model.decoder.inputs")
     outputs = _object(decoder.get("outputs", {}), file, "$.model.decoder.outputs")
     search = _object(genai.get("search", {}), file, "$.search")
     _object(decoder.get("session_options", {}), file, "$.model.decoder.session_options")
 
-    session: dict[str, Any] = {"file": decoder["filename"]}
+    session: dict[str, Any] = {"file": decoder.get("filename")}
     options = dict(decoder.get("session_options", {}))
     listed = options.pop("provider_options", [])
     where = "$.model.decoder.session_options.provider_options"
@@ -153,7 +157,7 @@ def translate(genai: dict[str, Any], file: str = FILE) -> dict[str, Any]:
             value = value[0] if value else None
         if value is not None:
             tokens[key] = value
-    return {
+    doc = {
         "version": 2,
         "pipeline": {
             "sessions": {"decoder": session},
@@ -166,3 +170,4 @@ def translate(genai: dict[str, Any], file: str = FILE) -> dict[str, Any]:
         "metadata": {"model_type": model.get("type"), "source": "genai_config.json (v1)",
                      "vocab_size": model.get("vocab_size")},
     }
+    return genai_pipeline.translate(doc, model, file) if staged else doc
