@@ -54,7 +54,8 @@ def _stages(pipeline: Any, file: str) -> list[tuple[str, str, dict[str, Any]]]:
 
 def _names(value: Any, file: str, path: str) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ConfigError(f"expected a list of tensor names (the decoder-pipeline stage's), found {describe(value)}", file=file, path=path)
+        raise ConfigError(f"expected a list of tensor names (the decoder-pipeline stage's), found "
+                          f"{describe(value)}", file=file, path=path)
     return value
 
 
