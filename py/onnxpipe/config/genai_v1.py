@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ConfigError
+from . import genai_multimodal
 from .parse import describe
 
 FILE = "genai_config.json"
@@ -16,7 +17,7 @@ FILE = "genai_config.json"
 _SAMPLING_KEYS = ("do_sample", "temperature", "top_k", "top_p", "repetition_penalty",
                   "num_beams", "no_repeat_ngram_size", "random_seed", "length_penalty",
                   "early_stopping", "num_return_sequences")
-_UNSUPPORTED_SECTIONS = ("encoder", "vision", "speech", "embedding")
+_UNSUPPORTED_SECTIONS = ("encoder",)
 _SLIDING_KEYS = ("window_size", "layers", "cache_slack", "slide_key_value_cache", "slide_inputs",
                  "alignment", "pad_value")
 
@@ -80,6 +81,7 @@ def translate(genai: dict[str, Any], file: str = FILE) -> dict[str, Any]:
     if not isinstance(model, dict) or not isinstance(model.get("decoder"), dict):
         raise ConfigError('expected a "model.decoder" section (a decoder-only model)', file=file,
                           path="$.model.decoder")
+    genai_multimodal.check(model, file)
     present = [s for s in _UNSUPPORTED_SECTIONS if s in model]
     if present:
         raise ConfigError(f'model.{present[0]} sections are not translated yet; write a '

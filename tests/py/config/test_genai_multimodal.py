@@ -1,0 +1,107 @@
+"""genai_config.json multimodal sections (model.vision / model.embedding / model.speech):
+each model type onnxpipe can't run yet is refused naming the file, the JSON path in it,
+model.type and the missing feature."""
+
+import copy
+
+import pytest
+
+from onnxpipe.config import genai_v1
+from onnxpipe.errors import ConfigError
+
+GENAI = {"model": {"type": "llama", "context_length": 128, "vocab_size": 32, "eos_token_id": 2,
+                   "decoder": {"filename": "model.onnx", "num_key_value_heads": 2, "head_size": 8}},
+         "search": {"max_length": 64}}
+
+EMBEDDING = {"filename": "embedding.onnx",
+             "inputs": {"input_ids": "input_ids", "image_features": "image_features"},
+             "outputs": {"inputs_embeds": "inputs_embeds"}}
+VISION = {"filename": "vision.onnx", "config_filename": "processor_config.json",
+          "spatial_merge_size": 2, "patch_size": 14,
+          "inputs": {"pixel_values": "pixel_values", "image_grid_thw": "image_grid_thw"},
+          "outputs": {"image_features": "image_features"}}
+SPEECH = {"filename": "speech.onnx", "config_filename": "audio_processor_config.json",
+          "inputs": {"audio_embeds": "audio_embeds", "audio_sizes": "audio_sizes"},
+          "outputs": {"audio_features": "audio_features"}}
+
+
+def bundle(kind, **sections):
+    g = copy.deepcopy(GENAI)
+    g["model"]["type"] = kind
+    g["model"]["decoder"]["inputs"] = {"inputs_embeds": "inputs_embeds"}
+    g["model"].update(copy.deepcopy(sections))
+    return g
+
+
+def refusal(g, file="genai_config.json"):
+    with pytest.raises(ConfigError) as info:
+        genai_v1.translate(g, file)
+    exc = info.value
+    assert exc.file == file
+    assert "write a pipeline.json v2 for this bundle instead" in exc.message
+    return exc
+
+
+@pytest.mark.parametrize("kind, name", [("qwen2_5_vl", "Qwen2.5-VL"), ("qwen3_vl", "Qwen3-VL"),
+                                        ("qwen3_5", "Qwen3.5"), ("fara", "Fara (Qwen-VL family)")])
+def test_qwen_vl_family_names_the_embedding_and_the_processor_format(kind, name):
+    exc = refusal(bundle(kind, embedding=EMBEDDING, vision=VISION))
+    assert exc.path == "$.model.embedding"
+    assert f'model.type "{kind}": {name} image input: an embedding session that takes the image ' \
+           f"features as an input and merges them itself" in exc.message
+    assert "ort-extensions transform list in vision.config_filename" in exc.message
+
+
+@pytest.mark.parametrize("kind, path, text", [
+    ("phi3v", "$.model.vision", "Phi-3-vision HD crops"),
+    ("gemma3", "$.model.vision", "Gemma 3 images: each resized to 896x896"),
+    ("mistral3", "$.model.vision", "Pixtral images"),
+    ("videochat_flash_qwen", "$.model.vision", "VideoChat-Flash video frames"),
+    ("gemma4", "$.model.vision", "Gemma 4 images"),
+])
+def test_vision_types_name_their_feature(kind, path, text):
+    exc = refusal(bundle(kind, embedding=EMBEDDING, vision=VISION))
+    assert exc.path == path
+    assert f'model.type "{kind}": {text}' in exc.message
+
+
+def test_speech_section_is_refused_before_the_vision_one():
+    exc = refusal(bundle("phi4mm", embedding=EMBEDDING, vision=VISION, speech=SPEECH))
+    assert exc.path == "$.model.speech"
+    assert 'model.type "phi4mm": audio input: a speech session (audio_embeds, audio_sizes, ' \
+           "audio_projection_mode)" in exc.message
+
+
+def test_phi4mm_without_speech_names_its_image_feature():
+    exc = refusal(bundle("phi4mm", embedding=EMBEDDING, vision=VISION))
+    assert exc.path == "$.model.vision"
+    assert "Phi-4-multimodal images: HD crops" in exc.message
+
+
+@pytest.mark.parametrize("section", ["vision", "speech"])
+def test_adapters_are_named_by_their_key(section):
+    body = dict(VISION if section == "vision" else SPEECH, adapter_filename="adapter.onnx_adapter")
+    exc = refusal(bundle("phi4mm", embedding=EMBEDDING, **{section: body}))
+    assert exc.path == f"$.model.{section}.adapter_filename"
+    assert "a LoRA adapter applied to the decoder" in exc.message
+
+
+def test_vision_pipeline_stages_are_named():
+    vision = dict(VISION, pipeline=[{"patch_embed": {"filename": "patch_embed.onnx"}}])
+    exc = refusal(bundle("qwen2_5_vl", embedding=EMBEDDING, vision=vision))
+    assert exc.path == "$.model.vision.pipeline"
+    assert "a vision pipeline of several sessions" in exc.message
+
+
+def test_unknown_type_with_vision_or_embedding_only():
+    exc = refusal(bundle("llama", vision=VISION), file="bundle/genai_config.json")
+    assert exc.path == "$.model.vision"
+    assert 'model.type "llama": images (a model.vision section) for this model type' in exc.message
+    exc = refusal(bundle("llama", embedding=EMBEDDING))
+    assert exc.path == "$.model.embedding"
+    assert "a separate embedding session (model.embedding)" in exc.message
+
+
+def test_type_section_missing_falls_back_to_the_present_one():
+    exc = refusal(bundle("qwen2_5_vl", vision=VISION))   # no embedding section
+    assert exc.path == "$.model.vision"
