@@ -4,8 +4,12 @@ onnxruntime-genai 0.18 runs these bundles as a vision (or speech) session, an em
 that takes ``input_ids`` plus the image / audio features and merges them itself, and a decoder
 fed ``inputs_embeds``; the image or audio preprocessing is an ort-extensions processor file
 (``vision.config_filename``: a transform list such as DecodeImage, Resize, Rescale, Normalize,
-PatchImage). None of the model types maps onto onnxpipe's flows yet, so each is refused here
-with what it needs, naming the section of genai_config.json that needs it.
+PatchImage).
+
+model.type "qwen2_5_vl" is translated onto the vision-language flow (docs/vision-language.md):
+the vision session once per image, the embedding fed the image features through a ``merge``
+into its input, mrope_3d positions, the processor file read by image/ort_extensions.py. Every
+other type is refused with what it needs, naming the section of genai_config.json that needs it.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ConfigError
+from .parse import describe
 
 SECTIONS = ("vision", "speech", "embedding")
 
@@ -27,8 +32,8 @@ _GEMMA3 = ("Gemma 3 images: each resized to 896x896 and expanded to <start_of_im
            "<image_soft_token> and <end_of_image> (onnxruntime-genai's gemma_image_processor), "
            "the embedding session merging the features itself")
 # model.type -> (the section that needs the missing feature, the feature)
+TRANSLATED = ("qwen2_5_vl",)
 _VISION_TYPES = {
-    "qwen2_5_vl": ("embedding", "Qwen2.5-VL image input: " + _QWEN_VL),
     "qwen3_vl": ("embedding", "Qwen3-VL image input: " + _QWEN_VL),
     "qwen3_5": ("embedding", "Qwen3.5 image input: " + _QWEN_VL),
     "qwen3_5_moe": ("embedding", "Qwen3.5-MoE image input: " + _QWEN_VL),
@@ -76,6 +81,8 @@ def check(model: dict[str, Any], file: str) -> None:
                 "$.model.vision.pipeline")
     if "speech" in model:
         _refuse(kind, _SPEECH, file, "$.model.speech")
+    if kind in TRANSLATED:
+        return   # translate() reads (and refuses) what it can't run key by key
     if isinstance(kind, str) and kind in _VISION_TYPES:
         section, feature = _VISION_TYPES[kind]
         where = section if section in model else present[0]
@@ -84,3 +91,109 @@ def check(model: dict[str, Any], file: str) -> None:
         _refuse(kind, "images (a model.vision section) for this model type", file, "$.model.vision")
     _refuse(kind, "a separate embedding session (model.embedding) feeding the decoder's "
                   "inputs_embeds", file, "$.model.embedding")
+
+
+# keys onnxruntime-genai reads in each section of a qwen2_5_vl bundle, and what onnxpipe does with
+# them; vision.patch_size / window_size / tokens_per_second only matter to its QNN pipeline and
+# video positions (genai's config.h), so they don't change what runs here
+_VISION_KEYS = ("filename", "config_filename", "spatial_merge_size", "patch_size", "window_size",
+                "tokens_per_second", "session_options", "inputs", "outputs")
+_VISION_INPUTS = ("pixel_values", "image_grid_thw")
+_EMBEDDING_KEYS = ("filename", "session_options", "inputs", "outputs")
+_EMBEDDING_INPUTS = ("input_ids", "image_features")
+
+
+def _keys(section: dict[str, Any], valid: tuple[str, ...], kind: Any, file: str, path: str) -> None:
+    for key in section:
+        if key not in valid:
+            _refuse(kind, f'the key "{key}" in {path[2:]} (onnxpipe reads {", ".join(valid)})', file,
+                    f"{path}.{key}")
+
+
+def _section(model: dict[str, Any], name: str, file: str) -> dict[str, Any]:
+    value = model.get(name)
+    if not isinstance(value, dict):
+        raise ConfigError(f"expected an object, found {describe(value)}", file=file, path=f"$.model.{name}")
+    if not isinstance(value.get("filename"), str):
+        raise ConfigError(f'expected "filename" (a string), found {describe(value.get("filename"))}',
+                          file=file, path=f"$.model.{name}.filename")
+    for key in ("inputs", "outputs", "session_options"):
+        if not isinstance(value.get(key, {}), dict):
+            raise ConfigError(f"expected an object, found {describe(value[key])}", file=file,
+                              path=f"$.model.{name}.{key}")
+    return value
+
+
+def _session(section: dict[str, Any], file: str, path: str) -> dict[str, Any]:
+    """A section's filename and session_options as a v2 session (as genai_v1 does the decoder's)."""
+    session: dict[str, Any] = {"file": section["filename"]}
+    options = dict(section.get("session_options", {}))
+    listed = options.pop("provider_options", [])
+    if not isinstance(listed, list) or not all(isinstance(p, dict) for p in listed):
+        raise ConfigError(f'expected a list of objects such as [{{"cpu": {{}}}}], found {describe(listed)}',
+                          file=file, path=f"{path}.session_options.provider_options")
+    providers = [next(iter(p)) for p in listed if p]
+    if providers:
+        session["execution_provider"] = providers
+    options.pop("log_id", None)
+    if options:
+        session["session_options"] = options
+    return session
+
+
+def translate(model: dict[str, Any], doc: dict[str, Any], file: str) -> dict[str, Any]:
+    """The decoder-only translation ``doc`` of a bundle with model.vision / model.embedding,
+    extended to the vision-language flow (model.type "qwen2_5_vl"); unchanged without them."""
+    if not any(s in model for s in SECTIONS):
+        return doc
+    kind = model["type"]
+    for name in ("vision", "embedding"):
+        if name not in model:
+            _refuse(kind, f"image input without a model.{name} section", file, "$.model")
+    vision, embedding = _section(model, "vision", file), _section(model, "embedding", file)
+    _keys(vision, _VISION_KEYS, kind, file, "$.model.vision")
+    _keys(vision.get("inputs", {}), _VISION_INPUTS, kind, file, "$.model.vision.inputs")
+    _keys(vision.get("outputs", {}), ("image_features",), kind, file, "$.model.vision.outputs")
+    _keys(embedding, _EMBEDDING_KEYS, kind, file, "$.model.embedding")
+    _keys(embedding.get("inputs", {}), _EMBEDDING_INPUTS, kind, file, "$.model.embedding.inputs")
+    _keys(embedding.get("outputs", {}), ("inputs_embeds",), kind, file, "$.model.embedding.outputs")
+    token = model.get("image_token_id")
+    if not isinstance(token, int) or isinstance(token, bool):
+        raise ConfigError(f"expected the image token id (an integer), found {describe(token)}", file=file,
+                          path="$.model.image_token_id")
+    merge = vision.get("spatial_merge_size", 2)
+    if not isinstance(merge, int) or isinstance(merge, bool) or merge <= 0:
+        raise ConfigError(f"expected a positive integer, found {describe(merge)}", file=file,
+                          path="$.model.vision.spatial_merge_size")
+
+    named = vision.get("inputs", {})
+    pixels, grid = named.get("pixel_values", "pixel_values"), named.get("image_grid_thw", "image_grid_thw")
+    features = vision.get("outputs", {}).get("image_features", "image_features")
+    ids = embedding.get("inputs", {}).get("input_ids", "input_ids")
+    fed = embedding.get("inputs", {}).get("image_features", "image_features")
+    embeds = embedding.get("outputs", {}).get("inputs_embeds", "inputs_embeds")
+    decoder_in = model["decoder"].get("inputs", {}).get("inputs_embeds", "inputs_embeds")
+
+    pipeline = doc["pipeline"]
+    pipeline["sessions"] = {"vision": _session(vision, file, "$.model.vision"),
+                            "embedding": _session(embedding, file, "$.model.embedding"),
+                            **pipeline["sessions"]}
+    pipeline["flow"] = [
+        {"run": "vision", "when": "init", "loop": "per_image", "loop_over": pixels},
+        {"run": "embedding", "when": "step",
+         "merge": {"from": f"vision.{features}", "into": fed, "token": "image_token"}},
+        {"run": "decoder", "when": "step"},
+    ]
+    wires = [w for w in pipeline["dataflow"] if not w["to"].startswith("decoder.")]  # ids go to the embedding
+    if ids != "input_ids":
+        wires.append({"from": "inputs.input_ids", "to": f"embedding.{ids}"})
+    if embeds != decoder_in:
+        wires.append({"from": f"embedding.{embeds}", "to": f"decoder.{decoder_in}"})
+    pipeline["dataflow"] = wires
+    positions = pipeline["state"]["position_ids"]
+    positions.update(strategy="mrope_3d", spatial_merge_size=merge)
+    doc["tokens"].setdefault("extra", {})["image_token"] = token
+    doc.setdefault("preprocessing", {})["image"] = {
+        "config": vision.get("config_filename", "processor_config.json"), "format": "ort-extensions",
+        "pixel_values": pixels, "grid_thw": grid}
+    return doc

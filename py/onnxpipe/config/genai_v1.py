@@ -155,7 +155,7 @@ def translate(genai: dict[str, Any], file: str = FILE) -> dict[str, Any]:
             value = value[0] if value else None
         if value is not None:
             tokens[key] = value
-    return {
+    doc = {
         "version": 2,
         "pipeline": {
             "sessions": {"decoder": session},
@@ -168,3 +168,4 @@ def translate(genai: dict[str, Any], file: str = FILE) -> dict[str, Any]:
         "metadata": {"model_type": model.get("type"), "source": "genai_config.json (v1)",
                      "vocab_size": model.get("vocab_size")},
     }
+    return genai_multimodal.translate(model, doc, file)
