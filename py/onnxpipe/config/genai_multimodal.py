@@ -21,23 +21,19 @@ from .parse import describe
 
 SECTIONS = ("vision", "speech", "embedding")
 
-# What onnxpipe's vision-language flow (docs/vision-language.md) lacks for the Qwen-VL family
-# (genai's IsQwenVLFamily: 3-D mRoPE positions, which onnxpipe has as mrope_3d).
-_QWEN_VL = ("an embedding session that takes the image features as an input and merges them "
-            "itself (onnxruntime-genai feeds them with the prompt and an empty [0, hidden] tensor "
-            "at later steps; onnxpipe's embedding takes input_ids only and the flow merges after "
-            "it), and the ort-extensions transform list in vision.config_filename (onnxpipe's "
-            "image front end reads transformers' preprocessor_config.json keys)")
+# the Qwen-VL family (genai's IsQwenVLFamily) beyond qwen2_5_vl: not checked against onnxruntime-genai
+_QWEN_VL = ("(only model.type qwen2_5_vl is translated, the one checked against onnxruntime-genai "
+            "by tests/fixtures/genai_qwen25_vl.py; this type's vision session and positions are not)")
 _GEMMA3 = ("Gemma 3 images: each resized to 896x896 and expanded to <start_of_image>, 256 "
-           "<image_soft_token> and <end_of_image> (onnxruntime-genai's gemma_image_processor), "
-           "the embedding session merging the features itself")
+           "<image_soft_token> and <end_of_image> (onnxruntime-genai's gemma_image_processor): "
+           "pixel_values [images, 3, 896, 896], not Qwen-VL patch rows")
+TRANSLATED = ("qwen2_5_vl",)   # onto the vision-language flow by translate() below
 # model.type -> (the section that needs the missing feature, the feature)
-TRANSLATED = ("qwen2_5_vl",)
 _VISION_TYPES = {
-    "qwen3_vl": ("embedding", "Qwen3-VL image input: " + _QWEN_VL),
-    "qwen3_5": ("embedding", "Qwen3.5 image input: " + _QWEN_VL),
-    "qwen3_5_moe": ("embedding", "Qwen3.5-MoE image input: " + _QWEN_VL),
-    "fara": ("embedding", "Fara (Qwen-VL family) image input: " + _QWEN_VL),
+    "qwen3_vl": ("vision", "Qwen3-VL image input " + _QWEN_VL),
+    "qwen3_5": ("vision", "Qwen3.5 image input " + _QWEN_VL),
+    "qwen3_5_moe": ("vision", "Qwen3.5-MoE image input " + _QWEN_VL),
+    "fara": ("vision", "Fara (Qwen-VL family) image input " + _QWEN_VL),
     "phi3v": ("vision", "Phi-3-vision HD crops: a global image plus up to num_crops 336x336 "
                         "sub-images per image, image_sizes, a token count that depends on each "
                         "image's size (onnxruntime-genai's phi_image_processor)"),

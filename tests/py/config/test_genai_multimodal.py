@@ -44,14 +44,12 @@ def refusal(g, file="genai_config.json"):
     return exc
 
 
-@pytest.mark.parametrize("kind, name", [("qwen3_vl", "Qwen3-VL"),
-                                        ("qwen3_5", "Qwen3.5"), ("fara", "Fara (Qwen-VL family)")])
-def test_qwen_vl_family_names_the_embedding_and_the_processor_format(kind, name):
+@pytest.mark.parametrize("kind, name", [("qwen3_vl", "Qwen3-VL"), ("qwen3_5", "Qwen3.5"),
+                                        ("qwen3_5_moe", "Qwen3.5-MoE"), ("fara", "Fara (Qwen-VL family)")])
+def test_qwen_vl_family_beyond_qwen25_vl(kind, name):
     exc = refusal(bundle(kind, embedding=EMBEDDING, vision=VISION))
-    assert exc.path == "$.model.embedding"
-    assert f'model.type "{kind}": {name} image input: an embedding session that takes the image ' \
-           f"features as an input and merges them itself" in exc.message
-    assert "ort-extensions transform list in vision.config_filename" in exc.message
+    assert exc.path == "$.model.vision"
+    assert f'model.type "{kind}": {name} image input (only model.type qwen2_5_vl is translated' in exc.message
 
 
 @pytest.mark.parametrize("kind, path, text", [
@@ -105,8 +103,8 @@ def test_unknown_type_with_vision_or_embedding_only():
 
 
 def test_type_section_missing_falls_back_to_the_present_one():
-    exc = refusal(bundle("qwen3_vl", vision=VISION))   # no embedding section
-    assert exc.path == "$.model.vision"
+    exc = refusal(bundle("qwen3_vl", embedding=EMBEDDING))   # no vision section
+    assert exc.path == "$.model.embedding"
 
 
 # ---- model.type "qwen2_5_vl": translated onto the vision-language flow
