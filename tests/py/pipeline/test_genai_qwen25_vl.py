@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import onnxpipe
-from onnxpipe.errors import InputError
+from onnxpipe.errors import ConfigError, InputError
 from onnxpipe.image import Image
 from tests.agreement import assert_greedy_agrees
 from tests.fixtures import tiny_models
@@ -87,3 +87,21 @@ def test_the_image_decides_the_tokens(pipe, bundle, expected):
     result = pipe.generate(input_ids=case["input_ids"], images=[Image(flipped, info["width"], info["height"])],
                            max_new_tokens=expected["max_new_tokens"], do_sample=False)
     assert result.tokens != case["greedy_tokens"]
+
+
+def test_fed_rows_need_fixed_trailing_dims(bundle, tmp_path):
+    """The [0, hidden] feed of a run without images needs hidden from the session: a symbolic
+    one is refused at load, naming the session and input."""
+    import shutil
+
+    import onnx
+
+    dest = tmp_path / "bundle"
+    shutil.copytree(bundle, dest)
+    model = onnx.load(str(dest / "embedding.onnx"))
+    dim = next(i for i in model.graph.input if i.name == "image_features").type.tensor_type.shape.dim[1]
+    dim.dim_param = "hidden"
+    onnx.save(model, str(dest / "embedding.onnx"))
+    with pytest.raises(ConfigError, match='input "image_features" of session "embedding" takes the rows, '
+                                          "so it needs the shape \\[rows, fixed dims...\\]"):
+        onnxpipe.load(dest)
