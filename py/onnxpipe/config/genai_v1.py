@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ConfigError
-from . import genai_pipeline
+from . import genai_multimodal, genai_pipeline
 from .parse import describe
 
 FILE = "genai_config.json"
@@ -17,7 +17,7 @@ FILE = "genai_config.json"
 _SAMPLING_KEYS = ("do_sample", "temperature", "top_k", "top_p", "repetition_penalty",
                   "num_beams", "no_repeat_ngram_size", "random_seed", "length_penalty",
                   "early_stopping", "num_return_sequences")
-_UNSUPPORTED_SECTIONS = ("encoder", "vision", "speech", "embedding")
+_UNSUPPORTED_SECTIONS = ("encoder",)
 _SLIDING_KEYS = ("window_size", "layers", "cache_slack", "slide_key_value_cache", "slide_inputs",
                  "alignment", "pad_value")
 
@@ -81,6 +81,7 @@ def translate(genai: dict[str, Any], file: str = FILE) -> dict[str, Any]:
     if not isinstance(model, dict) or not isinstance(model.get("decoder"), dict):
         raise ConfigError('expected a "model.decoder" section (a decoder-only model)', file=file,
                           path="$.model.decoder")
+    genai_multimodal.check(model, file)
     present = [s for s in _UNSUPPORTED_SECTIONS if s in model]
     if present:
         raise ConfigError(f'model.{present[0]} sections are not translated yet; write a '
@@ -170,4 +171,11 @@ def translate(genai: dict[str, Any], file: str = FILE) -> dict[str, Any]:
         "metadata": {"model_type": model.get("type"), "source": "genai_config.json (v1)",
                      "vocab_size": model.get("vocab_size")},
     }
-    return genai_pipeline.translate(doc, model, file) if staged else doc
+    if not staged:
+        return genai_multimodal.translate(model, doc, file)
+    extra = [s for s in genai_multimodal.SECTIONS if s in model]
+    if extra:   # the vision-language flow feeds one "decoder" session, not a list of stages
+        raise ConfigError(f"a decoder pipeline (model.decoder.pipeline) together with model.{extra[0]} "
+                          "is not supported: the vision-language flow feeds one decoder session",
+                          file=file, path=f"$.model.{extra[0]}")
+    return genai_pipeline.translate(doc, model, file)

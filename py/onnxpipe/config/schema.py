@@ -132,7 +132,9 @@ class MergeFeatures:
     of a placeholder token (a vision-language model's image features at its image tokens)."""
 
     from_: str = spec(None, "session.output: one row per placeholder, in order", required=True)
-    into: str = spec(None, "this step's output they are written into, [batch, seq, hidden]",
+    into: str = spec(None, "this step's output they are written into, [batch, seq, hidden]; or "
+                           "its input they are fed to (the session merges them itself: the rows "
+                           "on a run whose ids hold the token, none [0, hidden] on other runs)",
                      required=True)
     token: str = spec("image_token", "the tokens.extra key whose id marks the positions")
 

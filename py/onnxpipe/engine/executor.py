@@ -11,7 +11,7 @@ from ..backends.base import Items
 from ..errors import InputError
 from ..state.base import StepContext
 from . import per_image
-from .merge import merge_features
+from .merge import feed_features, merge_features
 from .plugin import PluginCall
 from .wiring import Plan, StepPlan
 
@@ -98,6 +98,10 @@ class Executor:
         if plan.counter_dtype is not None:
             shape = (1,) if len(infos[plan.step.counter].shape) == 1 else ()
             feeds[plan.step.counter] = backend.tensor([index], plan.counter_dtype, shape)
+        fed_rows = None
+        if plan.step.merge is not None and plan.step.merge.into in infos:
+            feeds[plan.step.merge.into], ours = feed_features(backend, self.values, plan, inputs)
+            fed_rows = feeds[plan.step.merge.into] if ours else None
         hook = self._before_run
         plugin_made = []
         if hook is not None:
@@ -115,7 +119,9 @@ class Executor:
             outputs = per_image.run_per_item(backend, plan, feeds, inputs)
         else:
             outputs = backend.run(plan.session, feeds, plan.outputs, bound)
-        if plan.step.merge is not None:
+        if fed_rows is not None:
+            backend.dispose(fed_rows)
+        elif plan.step.merge is not None and plan.step.merge.into not in infos:
             merge_features(backend, self.values, plan, outputs, inputs)
         if plugin_made:   # tensors the plugin made for this run are ours to free
             backend.dispose_many(plugin_made)

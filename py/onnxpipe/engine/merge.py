@@ -1,12 +1,44 @@
 """A flow step's ``merge``: an earlier session's rows written over this step's output at the
 positions of a placeholder token (a vision-language model's image features at its image tokens),
-by an engine graph (ops/merge.py)."""
+by an engine graph (ops/merge.py); or, when ``into`` names an input, fed to the session, which
+merges them itself (onnxruntime-genai's embedding sessions)."""
 
 from __future__ import annotations
 
 from ..errors import InputError
 from ..ops.merge import merge_rows_graph
 from .wiring import StepPlan
+
+
+def _placeholders(plan: StepPlan, inputs):
+    """(ids, shape, count of the token) of this run's host input_ids, or None."""
+    token = plan.merge_token
+    given = inputs.get("input_ids")
+    if token is None or not isinstance(given, tuple):
+        return None   # no placeholder id, or ids a loop made in the engine (no images there)
+    ids, shape = given
+    return ids, shape, sum(1 for i in ids if i == token)
+
+
+def feed_features(backend, values: dict, plan: StepPlan, inputs):
+    """``merge`` into an input: (the tensor fed, whether it is ours to free). The rows on a run
+    whose ids hold the token (one row per token), none ([0, dims...]) on every other run, as
+    onnxruntime-genai feeds an embedding session's image_features."""
+    merge = plan.step.merge
+    found = _placeholders(plan, inputs)
+    count = found[2] if found else 0
+    rows = values.get(plan.merge_source)
+    if count:
+        if rows is None:
+            raise InputError(f"the prompt has {count} image token(s) (id {plan.merge_token}) but no "
+                             "image was given")
+        have = backend.shape(rows)[0]
+        if have != count:
+            raise InputError(f'the prompt has {count} image token(s) (id {plan.merge_token}) but '
+                             f'"{merge.from_}" has {have} rows for them')
+        return rows, False
+    info = plan.session.inputs[merge.into]
+    return backend.tensor([], info.dtype, (0, *info.shape[1:])), True
 
 
 def merge_features(backend, values: dict, plan: StepPlan, outputs: dict, inputs) -> None:

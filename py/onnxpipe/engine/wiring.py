@@ -141,6 +141,8 @@ def plan_flow(spec: PipelineSpec, sessions: dict, components: list, file: str,
                 plan.state.append(comp)
         for name, info in session.inputs.items():
             key = (step.run, name)
+            if step.merge is not None and step.merge.into == name:
+                continue   # the merge feeds it (engine/merge.py feed_features)
             if key in self_wires:
                 plan.self_feeds[name] = self_wires[key]
                 needed[step.run].add(self_wires[key])

@@ -15,6 +15,7 @@ from ..config.parse import parse_spec
 from ..config.ranges import check_ranges
 from ..config.schema import Range, spec
 from ..errors import ConfigError
+from . import ort_extensions
 
 PROCESSOR_TYPES = ("Qwen2VLImageProcessor", "Qwen2VLImageProcessorFast", "Qwen2VLImageProcessorPil")
 BICUBIC = 3   # PIL's code for the bicubic filter, the only one implemented
@@ -72,7 +73,10 @@ def load_processor_config(bundle_dir: str, ref: str, where: str) -> tuple[ImageP
         raise ConfigError(f'expected a path inside the bundle, found "{ref}"', path=where)
     if not os.path.isfile(path):
         raise ConfigError(f'image processor config "{ref}" does not exist in {bundle_dir}', path=where)
-    config = parse_spec(ImageProcessorConfig, read_json(path), path)
+    doc = read_json(path)
+    if ort_extensions.is_transform_list(doc):   # onnxruntime-genai's vision.config_filename
+        doc = ort_extensions.to_processor_keys(doc, path)
+    config = parse_spec(ImageProcessorConfig, doc, path)
     _check(config, path)
     check_ranges(config, path)
     return config, path

@@ -50,9 +50,12 @@ def attach(config, plan, sessions: dict, components: list, executor) -> None:
             if merge is None:
                 continue
             i = p.index
-            if merge.into not in p.session.outputs:
-                raise ConfigError(f'session "{p.step.run}" has no output "{merge.into}" (outputs: '
-                                  f'{", ".join(p.session.outputs)})', file=file,
+            if merge.into in p.session.inputs:
+                _check_fed_rows(p, file, f"$.pipeline.flow[{i}].merge.into")
+            elif merge.into not in p.session.outputs:
+                raise ConfigError(f'session "{p.step.run}" has no output or input "{merge.into}" '
+                                  f'(outputs: {", ".join(p.session.outputs)}; inputs: '
+                                  f'{", ".join(p.session.inputs)})', file=file,
                                   path=f"$.pipeline.flow[{i}].merge.into")
             if "input_ids" not in plan.pipeline_inputs:
                 raise ConfigError("merge places rows at token positions: it needs a token loop "
@@ -88,6 +91,16 @@ def attach(config, plan, sessions: dict, components: list, executor) -> None:
                                   file=file, path="$.pipeline.state.position_ids.spatial_merge_size")
     if processor is not None:
         check_expected(spec, plan, sessions, file)
+
+
+def _check_fed_rows(p, file: str, path: str) -> None:
+    """A merge into an input is fed [0, dims...] on runs without the token: dims after the
+    first must be fixed."""
+    shape = p.session.inputs[p.step.merge.into].shape
+    if len(shape) < 2 or not all(isinstance(d, int) for d in shape[1:]):
+        raise ConfigError(f'input "{p.step.merge.into}" of session "{p.step.run}" takes the rows, so it '
+                          f"needs the shape [rows, fixed dims...] (fed with 0 rows when the ids hold no "
+                          f"placeholder); found {list(shape)}", file=file, path=path)
 
 
 def _keep(plan, session: str, name: str) -> None:

@@ -138,7 +138,7 @@ def test_genai_bundle_errors_name_genai_config(tmp_path):
         load_config(folder)
     assert info.value.file == str(folder / "genai_config.json")
     assert info.value.path == "$.model.vision"
-    assert "not translated yet" in info.value.message
+    assert "no model.type: images (a model.vision section)" in info.value.message
 
 
 def test_genai_bundle_missing_model_file(tmp_path):

@@ -1,0 +1,195 @@
+"""onnxruntime-genai multimodal sections (model.vision / model.embedding / model.speech).
+
+onnxruntime-genai 0.18 runs these bundles as a vision (or speech) session, an embedding session
+that takes ``input_ids`` plus the image / audio features and merges them itself, and a decoder
+fed ``inputs_embeds``; the image or audio preprocessing is an ort-extensions processor file
+(``vision.config_filename``: a transform list such as DecodeImage, Resize, Rescale, Normalize,
+PatchImage).
+
+model.type "qwen2_5_vl" is translated onto the vision-language flow (docs/vision-language.md):
+the vision session once per image, the embedding fed the image features through a ``merge``
+into its input, mrope_3d positions, the processor file read by image/ort_extensions.py. Every
+other type is refused with what it needs, naming the section of genai_config.json that needs it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import ConfigError
+from .parse import describe
+
+SECTIONS = ("vision", "speech", "embedding")
+
+# the Qwen-VL family (genai's IsQwenVLFamily) beyond qwen2_5_vl: not checked against onnxruntime-genai
+_QWEN_VL = ("(only model.type qwen2_5_vl is translated, the one checked against onnxruntime-genai "
+            "by tests/fixtures/genai_qwen25_vl.py; this type's vision session and positions are not)")
+_GEMMA3 = ("Gemma 3 images: each resized to 896x896 and expanded to <start_of_image>, 256 "
+           "<image_soft_token> and <end_of_image> (onnxruntime-genai's gemma_image_processor): "
+           "pixel_values [images, 3, 896, 896], not Qwen-VL patch rows")
+TRANSLATED = ("qwen2_5_vl",)   # onto the vision-language flow by translate() below
+# model.type -> (the section that needs the missing feature, the feature)
+_VISION_TYPES = {
+    "qwen3_vl": ("vision", "Qwen3-VL image input " + _QWEN_VL),
+    "qwen3_5": ("vision", "Qwen3.5 image input " + _QWEN_VL),
+    "qwen3_5_moe": ("vision", "Qwen3.5-MoE image input " + _QWEN_VL),
+    "fara": ("vision", "Fara (Qwen-VL family) image input " + _QWEN_VL),
+    "phi3v": ("vision", "Phi-3-vision HD crops: a global image plus up to num_crops 336x336 "
+                        "sub-images per image, image_sizes, a token count that depends on each "
+                        "image's size (onnxruntime-genai's phi_image_processor)"),
+    "gemma3": ("vision", _GEMMA3),
+    "mistral3": ("vision", "Pixtral images: pixel_values [images, 3, height, width] with "
+                           "image_sizes, [IMG] tokens with an [IMG_BREAK] after each row and "
+                           "[IMG_END] (onnxruntime-genai's mistral3_image_processor)"),
+    "videochat_flash_qwen": ("vision", "VideoChat-Flash video frames with a fixed token count "
+                                       "per frame (onnxruntime-genai's videochat_flash_processor)"),
+    "phi4mm": ("vision", "Phi-4-multimodal images: HD crops with image_sizes and "
+                         "image_attention_mask (onnxruntime-genai's phi_multimodal_processor)"),
+    "gemma4": ("vision", "Gemma 4 images: soft tokens per image and per_layer_inputs from the "
+                         "embedding session (onnxruntime-genai's gemma4_multimodal_processor)"),
+}
+_SPEECH = ("audio input: a speech session (audio_embeds, audio_sizes, audio_projection_mode) fed "
+           "by the ort-extensions audio processor in speech.config_filename, its audio_features "
+           "merged by the embedding session")
+_ADAPTER = "a LoRA adapter applied to the decoder while an image or audio is in the prompt"
+
+
+def _refuse(kind: Any, feature: str, file: str, path: str) -> None:
+    named = f'model.type "{kind}"' if isinstance(kind, str) else "no model.type"
+    raise ConfigError(f"{named}: {feature} is not supported yet; write a pipeline.json v2 for this "
+                      f"bundle instead", file=file, path=path)
+
+
+def check(model: dict[str, Any], file: str) -> None:
+    """Refuse a bundle with model.vision / model.speech / model.embedding sections, naming the
+    JSON path of the section (or key) that needs what onnxpipe can't run."""
+    present = [s for s in SECTIONS if s in model]
+    if not present:
+        return
+    kind = model.get("type")
+    for section in ("vision", "speech"):
+        body = model.get(section)
+        if isinstance(body, dict) and "adapter_filename" in body:
+            _refuse(kind, _ADAPTER, file, f"$.model.{section}.adapter_filename")
+    vision = model.get("vision")
+    if isinstance(vision, dict) and "pipeline" in vision:
+        _refuse(kind, "a vision pipeline of several sessions (model.vision.pipeline stages)", file,
+                "$.model.vision.pipeline")
+    if "speech" in model:
+        _refuse(kind, _SPEECH, file, "$.model.speech")
+    if kind in TRANSLATED:
+        return   # translate() reads (and refuses) what it can't run key by key
+    if isinstance(kind, str) and kind in _VISION_TYPES:
+        section, feature = _VISION_TYPES[kind]
+        where = section if section in model else present[0]
+        _refuse(kind, feature, file, f"$.model.{where}")
+    if "vision" in model:
+        _refuse(kind, "images (a model.vision section) for this model type", file, "$.model.vision")
+    _refuse(kind, "a separate embedding session (model.embedding) feeding the decoder's "
+                  "inputs_embeds", file, "$.model.embedding")
+
+
+# keys onnxruntime-genai reads in each section of a qwen2_5_vl bundle, and what onnxpipe does with
+# them; vision.patch_size / window_size / tokens_per_second only matter to its QNN pipeline and
+# video positions (genai's config.h), so they don't change what runs here
+_VISION_KEYS = ("filename", "config_filename", "spatial_merge_size", "patch_size", "window_size",
+                "tokens_per_second", "session_options", "inputs", "outputs")
+_VISION_INPUTS = ("pixel_values", "image_grid_thw")
+_EMBEDDING_KEYS = ("filename", "session_options", "inputs", "outputs")
+_EMBEDDING_INPUTS = ("input_ids", "image_features")
+
+
+def _keys(section: dict[str, Any], valid: tuple[str, ...], kind: Any, file: str, path: str) -> None:
+    for key in section:
+        if key not in valid:
+            _refuse(kind, f'the key "{key}" in {path[2:]} (onnxpipe reads {", ".join(valid)})', file,
+                    f"{path}.{key}")
+
+
+def _section(model: dict[str, Any], name: str, file: str) -> dict[str, Any]:
+    value = model.get(name)
+    if not isinstance(value, dict):
+        raise ConfigError(f"expected an object, found {describe(value)}", file=file, path=f"$.model.{name}")
+    if not isinstance(value.get("filename"), str):
+        raise ConfigError(f'expected "filename" (a string), found {describe(value.get("filename"))}',
+                          file=file, path=f"$.model.{name}.filename")
+    for key in ("inputs", "outputs", "session_options"):
+        if not isinstance(value.get(key, {}), dict):
+            raise ConfigError(f"expected an object, found {describe(value[key])}", file=file,
+                              path=f"$.model.{name}.{key}")
+    return value
+
+
+def _session(section: dict[str, Any], file: str, path: str) -> dict[str, Any]:
+    """A section's filename and session_options as a v2 session (as genai_v1 does the decoder's)."""
+    session: dict[str, Any] = {"file": section["filename"]}
+    options = dict(section.get("session_options", {}))
+    listed = options.pop("provider_options", [])
+    if not isinstance(listed, list) or not all(isinstance(p, dict) for p in listed):
+        raise ConfigError(f'expected a list of objects such as [{{"cpu": {{}}}}], found {describe(listed)}',
+                          file=file, path=f"{path}.session_options.provider_options")
+    providers = [next(iter(p)) for p in listed if p]
+    if providers:
+        session["execution_provider"] = providers
+    options.pop("log_id", None)
+    if options:
+        session["session_options"] = options
+    return session
+
+
+def translate(model: dict[str, Any], doc: dict[str, Any], file: str) -> dict[str, Any]:
+    """The decoder-only translation ``doc`` of a bundle with model.vision / model.embedding,
+    extended to the vision-language flow (model.type "qwen2_5_vl"); unchanged without them."""
+    if not any(s in model for s in SECTIONS):
+        return doc
+    kind = model["type"]
+    for name in ("vision", "embedding"):
+        if name not in model:
+            _refuse(kind, f"image input without a model.{name} section", file, "$.model")
+    vision, embedding = _section(model, "vision", file), _section(model, "embedding", file)
+    _keys(vision, _VISION_KEYS, kind, file, "$.model.vision")
+    _keys(vision.get("inputs", {}), _VISION_INPUTS, kind, file, "$.model.vision.inputs")
+    _keys(vision.get("outputs", {}), ("image_features",), kind, file, "$.model.vision.outputs")
+    _keys(embedding, _EMBEDDING_KEYS, kind, file, "$.model.embedding")
+    _keys(embedding.get("inputs", {}), _EMBEDDING_INPUTS, kind, file, "$.model.embedding.inputs")
+    _keys(embedding.get("outputs", {}), ("inputs_embeds",), kind, file, "$.model.embedding.outputs")
+    token = model.get("image_token_id")
+    if not isinstance(token, int) or isinstance(token, bool):
+        raise ConfigError(f"expected the image token id (an integer), found {describe(token)}", file=file,
+                          path="$.model.image_token_id")
+    merge = vision.get("spatial_merge_size", 2)
+    if not isinstance(merge, int) or isinstance(merge, bool) or merge <= 0:
+        raise ConfigError(f"expected a positive integer, found {describe(merge)}", file=file,
+                          path="$.model.vision.spatial_merge_size")
+
+    named = vision.get("inputs", {})
+    pixels, grid = named.get("pixel_values", "pixel_values"), named.get("image_grid_thw", "image_grid_thw")
+    features = vision.get("outputs", {}).get("image_features", "image_features")
+    ids = embedding.get("inputs", {}).get("input_ids", "input_ids")
+    fed = embedding.get("inputs", {}).get("image_features", "image_features")
+    embeds = embedding.get("outputs", {}).get("inputs_embeds", "inputs_embeds")
+    decoder_in = model["decoder"].get("inputs", {}).get("inputs_embeds", "inputs_embeds")
+
+    pipeline = doc["pipeline"]
+    pipeline["sessions"] = {"vision": _session(vision, file, "$.model.vision"),
+                            "embedding": _session(embedding, file, "$.model.embedding"),
+                            **pipeline["sessions"]}
+    pipeline["flow"] = [
+        {"run": "vision", "when": "init", "loop": "per_image", "loop_over": pixels},
+        {"run": "embedding", "when": "step",
+         "merge": {"from": f"vision.{features}", "into": fed, "token": "image_token"}},
+        {"run": "decoder", "when": "step"},
+    ]
+    wires = [w for w in pipeline["dataflow"] if not w["to"].startswith("decoder.")]  # ids go to the embedding
+    if ids != "input_ids":
+        wires.append({"from": "inputs.input_ids", "to": f"embedding.{ids}"})
+    if embeds != decoder_in:
+        wires.append({"from": f"embedding.{embeds}", "to": f"decoder.{decoder_in}"})
+    pipeline["dataflow"] = wires
+    positions = pipeline["state"]["position_ids"]
+    positions.update(strategy="mrope_3d", spatial_merge_size=merge)
+    doc["tokens"].setdefault("extra", {})["image_token"] = token
+    doc.setdefault("preprocessing", {})["image"] = {
+        "config": vision.get("config_filename", "processor_config.json"), "format": "ort-extensions",
+        "pixel_values": pixels, "grid_thw": grid}
+    return doc

@@ -1,0 +1,117 @@
+"""ort-extensions' image processor file (a transform list, as onnxruntime-genai's
+``vision.config_filename`` names) read as transformers' Qwen2-VL processor keys.
+
+The list onnxruntime-genai ships for Qwen2.5-VL: DecodeImage, ConvertRGB, Resize (smart_resize,
+Pillow's bicubic, which ort-extensions vendors), Rescale, Normalize (its ``qwen2_5_vl`` flag
+puts the decoded BGR channels in RGB order) and PatchImage. Those are the steps onnxpipe's
+image graph runs, in that order; any other step, order, attribute or value is refused with
+the JSON path in the file.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..config.parse import describe
+from ..errors import ConfigError
+
+ORDER = ("DecodeImage", "ConvertRGB", "Resize", "Rescale", "Normalize", "PatchImage")
+_ATTRS = {
+    "DecodeImage": ("color_space",),
+    "ConvertRGB": (),
+    # width, height and keep_aspect_ratio are the fixed-size mode's; smart_resize ignores them
+    "Resize": ("width", "height", "keep_aspect_ratio", "interpolation", "smart_resize", "min_pixels",
+               "max_pixels", "patch_size", "merge_size"),
+    "Rescale": ("rescale_factor",),
+    "Normalize": ("mean", "std", "qwen2_5_vl", "qwen3_vl"),
+    "PatchImage": ("patch_size", "temporal_patch_size", "merge_size"),
+}
+# ort-extensions' defaults for the attributes read here
+_RESIZE = {"interpolation": "CUBIC", "smart_resize": 0, "min_pixels": 3136, "max_pixels": 12845056,
+           "patch_size": 14, "merge_size": 2}
+_PATCH = {"patch_size": 14, "temporal_patch_size": 2, "merge_size": 2}
+
+
+def is_transform_list(doc: Any) -> bool:
+    return isinstance(doc, dict) and isinstance(doc.get("processor"), dict) \
+        and "transforms" in doc["processor"]
+
+
+def _fail(message: str, file: str, path: str) -> None:
+    raise ConfigError(message, file=file, path=path)
+
+
+def to_processor_keys(doc: dict[str, Any], file: str) -> dict[str, Any]:
+    """transformers' preprocessor_config.json keys equivalent to the transform list."""
+    unknown = sorted(set(doc["processor"]) - {"name", "transforms"})
+    if unknown:
+        _fail(f'unknown key "{unknown[0]}"; valid keys: name, transforms', file, f"$.processor.{unknown[0]}")
+    transforms = doc["processor"]["transforms"]
+    if not isinstance(transforms, list):
+        _fail(f"expected a list of transforms, found {describe(transforms)}", file, "$.processor.transforms")
+    steps: dict[str, tuple[dict[str, Any], str]] = {}   # type -> (attrs, their JSON path)
+    last = -1
+    for i, item in enumerate(transforms):
+        path = f"$.processor.transforms[{i}].operation"
+        op = item.get("operation") if isinstance(item, dict) else None
+        if not isinstance(op, dict) or not isinstance(op.get("type"), str):
+            _fail(f'expected {{"operation": {{"type": ..., "attrs": {{...}}}}}}, found {describe(item)}',
+                  file, path)
+        kind = op["type"]
+        if kind not in ORDER:
+            _fail(f'transform "{kind}" is not supported: onnxpipe runs {", ".join(ORDER)} (the '
+                  f"Qwen2-VL / Qwen2.5-VL image steps), in that order", file, f"{path}.type")
+        if ORDER.index(kind) <= last:
+            _fail(f'transform "{kind}" out of order: onnxpipe runs {", ".join(ORDER)} in that order, '
+                  "each at most once", file, f"{path}.type")
+        last = ORDER.index(kind)
+        attrs = op.get("attrs", {})
+        if not isinstance(attrs, dict):
+            _fail(f"expected an object, found {describe(attrs)}", file, f"{path}.attrs")
+        for key in attrs:
+            if key not in _ATTRS[kind]:
+                _fail(f'unknown {kind} attribute "{key}"; valid: {", ".join(_ATTRS[kind]) or "none"}',
+                      file, f"{path}.attrs.{key}")
+        steps[kind] = (attrs, f"{path}.attrs")
+    for kind in ("DecodeImage", "PatchImage"):
+        if kind not in steps:
+            _fail(f"no {kind} transform: onnxpipe's image steps start from a decoded image and end "
+                  "in patch rows", file, "$.processor.transforms")
+    attrs, path = steps["DecodeImage"]
+    if attrs.get("color_space", "RGB") != "RGB":
+        _fail(f'color_space: only "RGB" is supported, found {describe(attrs["color_space"])}', file,
+              f"{path}.color_space")
+    patch, patch_path = steps["PatchImage"]
+    patch = dict(_PATCH, **patch)
+    out: dict[str, Any] = {"image_processor_type": "Qwen2VLImageProcessor",
+                           "do_convert_rgb": "ConvertRGB" in steps, "do_resize": "Resize" in steps,
+                           "do_rescale": "Rescale" in steps, "do_normalize": "Normalize" in steps,
+                           "patch_size": patch["patch_size"], "merge_size": patch["merge_size"],
+                           "temporal_patch_size": patch["temporal_patch_size"]}
+    if "Resize" in steps:
+        attrs, path = steps["Resize"]
+        resize = dict(_RESIZE, **attrs)
+        if resize["smart_resize"] != 1:
+            _fail("smart_resize: only 1 is supported (sides snapped to patch_size * merge_size within "
+                  f"min_pixels..max_pixels); found {describe(resize['smart_resize'])}"
+                  f"{'' if 'smart_resize' in attrs else ' (the default when absent)'}", file,
+                  f"{path}.smart_resize")
+        if resize["interpolation"] != "CUBIC":
+            _fail(f'interpolation: only "CUBIC" is supported, found {describe(resize["interpolation"])}',
+                  file, f"{path}.interpolation")
+        for key in ("patch_size", "merge_size"):
+            if resize[key] != patch[key]:
+                _fail(f"{key} {resize[key]} differs from PatchImage's {patch[key]}: the resize must "
+                      "snap to the patch grid", file, f"{path}.{key}")
+        out.update(resample=3, min_pixels=resize["min_pixels"], max_pixels=resize["max_pixels"])
+    if "Rescale" in steps:
+        attrs, _ = steps["Rescale"]
+        out["rescale_factor"] = attrs.get("rescale_factor", 1 / 255)
+    if "Normalize" in steps:
+        attrs, path = steps["Normalize"]
+        if not (attrs.get("qwen2_5_vl") or attrs.get("qwen3_vl")):
+            _fail("without qwen2_5_vl: 1 (or qwen3_vl: 1) ort-extensions normalises the decoded "
+                  "channels in B, G, R order; only the RGB order is supported", file, path)
+        out.update(image_mean=attrs.get("mean", [0.48145466, 0.4578275, 0.40821073]),
+                   image_std=attrs.get("std", [0.26862954, 0.26130258, 0.27577711]))
+    return out

@@ -1,0 +1,193 @@
+"""genai_config.json multimodal sections (model.vision / model.embedding / model.speech):
+each model type onnxpipe can't run yet is refused naming the file, the JSON path in it,
+model.type and the missing feature."""
+
+import copy
+
+import pytest
+
+from onnxpipe.config import genai_v1
+from onnxpipe.config.load import resolve_document
+from onnxpipe.config.validate import validate_spec
+from onnxpipe.errors import ConfigError
+
+GENAI = {"model": {"type": "llama", "context_length": 128, "vocab_size": 32, "eos_token_id": 2,
+                   "decoder": {"filename": "model.onnx", "num_key_value_heads": 2, "head_size": 8}},
+         "search": {"max_length": 64}}
+
+EMBEDDING = {"filename": "embedding.onnx",
+             "inputs": {"input_ids": "input_ids", "image_features": "image_features"},
+             "outputs": {"inputs_embeds": "inputs_embeds"}}
+VISION = {"filename": "vision.onnx", "config_filename": "processor_config.json",
+          "spatial_merge_size": 2, "patch_size": 14,
+          "inputs": {"pixel_values": "pixel_values", "image_grid_thw": "image_grid_thw"},
+          "outputs": {"image_features": "image_features"}}
+SPEECH = {"filename": "speech.onnx", "config_filename": "audio_processor_config.json",
+          "inputs": {"audio_embeds": "audio_embeds", "audio_sizes": "audio_sizes"},
+          "outputs": {"audio_features": "audio_features"}}
+
+
+def bundle(kind, **sections):
+    g = copy.deepcopy(GENAI)
+    g["model"]["type"] = kind
+    g["model"]["decoder"]["inputs"] = {"inputs_embeds": "inputs_embeds"}
+    g["model"].update(copy.deepcopy(sections))
+    return g
+
+
+def refusal(g, file="genai_config.json"):
+    with pytest.raises(ConfigError) as info:
+        genai_v1.translate(g, file)
+    exc = info.value
+    assert exc.file == file
+    assert "write a pipeline.json v2 for this bundle instead" in exc.message
+    return exc
+
+
+@pytest.mark.parametrize("kind, name", [("qwen3_vl", "Qwen3-VL"), ("qwen3_5", "Qwen3.5"),
+                                        ("qwen3_5_moe", "Qwen3.5-MoE"), ("fara", "Fara (Qwen-VL family)")])
+def test_qwen_vl_family_beyond_qwen25_vl(kind, name):
+    exc = refusal(bundle(kind, embedding=EMBEDDING, vision=VISION))
+    assert exc.path == "$.model.vision"
+    assert f'model.type "{kind}": {name} image input (only model.type qwen2_5_vl is translated' in exc.message
+
+
+@pytest.mark.parametrize("kind, path, text", [
+    ("phi3v", "$.model.vision", "Phi-3-vision HD crops"),
+    ("gemma3", "$.model.vision", "Gemma 3 images: each resized to 896x896"),
+    ("mistral3", "$.model.vision", "Pixtral images"),
+    ("videochat_flash_qwen", "$.model.vision", "VideoChat-Flash video frames"),
+    ("gemma4", "$.model.vision", "Gemma 4 images"),
+])
+def test_vision_types_name_their_feature(kind, path, text):
+    exc = refusal(bundle(kind, embedding=EMBEDDING, vision=VISION))
+    assert exc.path == path
+    assert f'model.type "{kind}": {text}' in exc.message
+
+
+def test_speech_section_is_refused_before_the_vision_one():
+    exc = refusal(bundle("phi4mm", embedding=EMBEDDING, vision=VISION, speech=SPEECH))
+    assert exc.path == "$.model.speech"
+    assert 'model.type "phi4mm": audio input: a speech session (audio_embeds, audio_sizes, ' \
+           "audio_projection_mode)" in exc.message
+
+
+def test_phi4mm_without_speech_names_its_image_feature():
+    exc = refusal(bundle("phi4mm", embedding=EMBEDDING, vision=VISION))
+    assert exc.path == "$.model.vision"
+    assert "Phi-4-multimodal images: HD crops" in exc.message
+
+
+@pytest.mark.parametrize("section", ["vision", "speech"])
+def test_adapters_are_named_by_their_key(section):
+    body = dict(VISION if section == "vision" else SPEECH, adapter_filename="adapter.onnx_adapter")
+    exc = refusal(bundle("phi4mm", embedding=EMBEDDING, **{section: body}))
+    assert exc.path == f"$.model.{section}.adapter_filename"
+    assert "a LoRA adapter applied to the decoder" in exc.message
+
+
+def test_vision_pipeline_stages_are_named():
+    vision = dict(VISION, pipeline=[{"patch_embed": {"filename": "patch_embed.onnx"}}])
+    exc = refusal(bundle("qwen2_5_vl", embedding=EMBEDDING, vision=vision))
+    assert exc.path == "$.model.vision.pipeline"
+    assert "a vision pipeline of several sessions" in exc.message
+
+
+def test_unknown_type_with_vision_or_embedding_only():
+    exc = refusal(bundle("llama", vision=VISION), file="bundle/genai_config.json")
+    assert exc.path == "$.model.vision"
+    assert 'model.type "llama": images (a model.vision section) for this model type' in exc.message
+    exc = refusal(bundle("llama", embedding=EMBEDDING))
+    assert exc.path == "$.model.embedding"
+    assert "a separate embedding session (model.embedding)" in exc.message
+
+
+def test_type_section_missing_falls_back_to_the_present_one():
+    exc = refusal(bundle("qwen3_vl", embedding=EMBEDDING))   # no vision section
+    assert exc.path == "$.model.embedding"
+
+
+# ---- model.type "qwen2_5_vl": translated onto the vision-language flow
+
+def qwen25(**model):
+    g = bundle("qwen2_5_vl", embedding=EMBEDDING, vision=VISION)
+    g["model"].update(image_token_id=151655, **model)
+    return g
+
+
+def translated(g):
+    doc = genai_v1.translate(g)
+    spec = resolve_document(doc, "genai_config.json")
+    validate_spec(spec, "genai_config.json")
+    return doc
+
+
+def test_qwen25_vl_translation():
+    doc = translated(qwen25())
+    pipeline = doc["pipeline"]
+    assert pipeline["sessions"] == {"vision": {"file": "vision.onnx"}, "embedding": {"file": "embedding.onnx"},
+                                    "decoder": {"file": "model.onnx"}}
+    assert pipeline["flow"] == [
+        {"run": "vision", "when": "init", "loop": "per_image", "loop_over": "pixel_values"},
+        {"run": "embedding", "when": "step",
+         "merge": {"from": "vision.image_features", "into": "image_features", "token": "image_token"}},
+        {"run": "decoder", "when": "step"}]
+    assert pipeline["dataflow"] == []
+    assert pipeline["state"]["position_ids"] == {"input_name": "position_ids", "strategy": "mrope_3d",
+                                                 "spatial_merge_size": 2}
+    assert doc["tokens"]["extra"] == {"image_token": 151655}
+    assert doc["preprocessing"]["image"] == {"config": "processor_config.json", "format": "ort-extensions",
+                                             "pixel_values": "pixel_values", "grid_thw": "image_grid_thw"}
+
+
+def test_qwen25_vl_renamed_tensors_become_wires_and_names():
+    g = qwen25()
+    model = g["model"]
+    model["vision"]["inputs"] = {"pixel_values": "pv", "image_grid_thw": "thw"}
+    model["vision"]["outputs"] = {"image_features": "feats"}
+    model["vision"]["config_filename"] = "vision_processor.json"
+    model["embedding"]["inputs"] = {"input_ids": "ids", "image_features": "img"}
+    model["embedding"]["outputs"] = {"inputs_embeds": "embeds"}
+    model["embedding"]["session_options"] = {"log_id": "x", "provider_options": [{"cpu": {}}]}
+    doc = translated(g)
+    pipeline = doc["pipeline"]
+    assert pipeline["flow"][0]["loop_over"] == "pv"
+    assert pipeline["flow"][1]["merge"] == {"from": "vision.feats", "into": "img", "token": "image_token"}
+    assert pipeline["dataflow"] == [{"from": "inputs.input_ids", "to": "embedding.ids"},
+                                    {"from": "embedding.embeds", "to": "decoder.inputs_embeds"}]
+    assert pipeline["sessions"]["embedding"] == {"file": "embedding.onnx", "execution_provider": ["cpu"]}
+    assert doc["preprocessing"]["image"] == {"config": "vision_processor.json", "format": "ort-extensions",
+                                             "pixel_values": "pv", "grid_thw": "thw"}
+
+
+@pytest.mark.parametrize("section, key, path", [
+    ("vision", {"inputs": {"pixel_values": "pixel_values", "image_sizes": "image_sizes"}},
+     "$.model.vision.inputs.image_sizes"),
+    ("vision", {"num_visual_tokens": 64}, "$.model.vision.num_visual_tokens"),
+    ("vision", {"run_options": {}}, "$.model.vision.run_options"),
+    ("embedding", {"inputs": {"input_ids": "input_ids", "audio_features": "audio_features"}},
+     "$.model.embedding.inputs.audio_features"),
+    ("embedding", {"outputs": {"inputs_embeds": "e", "per_layer_inputs": "p"}},
+     "$.model.embedding.outputs.per_layer_inputs"),
+])
+def test_qwen25_vl_keys_onnxpipe_does_not_run_are_named(section, key, path):
+    g = qwen25()
+    g["model"][section].update(key)
+    exc = refusal(g)
+    assert exc.path == path
+    assert f'model.type "qwen2_5_vl": the key "{path.rsplit(".", 1)[1]}" in {path[2:].rsplit(".", 1)[0]}' \
+        in exc.message
+
+
+def test_qwen25_vl_needs_the_image_token_id():
+    g = qwen25()
+    del g["model"]["image_token_id"]
+    with pytest.raises(ConfigError) as info:
+        genai_v1.translate(g)
+    assert info.value.path == "$.model.image_token_id"
+    assert "expected the image token id (an integer), found" in info.value.message
+
+
+def test_qwen25_vl_speech_is_still_refused():
+    exc = refusal(qwen25(speech=SPEECH))
+    assert exc.path == "$.model.speech"

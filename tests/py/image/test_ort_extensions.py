@@ -1,0 +1,81 @@
+"""ort-extensions' transform-list processor file (onnxruntime-genai's vision.config_filename)
+read as transformers' Qwen2-VL keys; what onnxpipe's image graph can't run is refused with the
+JSON path in that file."""
+
+import copy
+import json
+
+import pytest
+
+from onnxpipe.errors import ConfigError
+from onnxpipe.image.config import load_processor_config
+from tests.fixtures.genai_qwen25_vl import MAX_PIXELS, MEAN, MIN_PIXELS, PROCESSOR, STD
+
+
+def load(tmp_path, doc):
+    (tmp_path / "processor_config.json").write_text(json.dumps(doc))
+    return load_processor_config(str(tmp_path), "processor_config.json", "$.preprocessing.image.config")[0]
+
+
+def edited(index, **attrs):
+    doc = copy.deepcopy(PROCESSOR)
+    doc["processor"]["transforms"][index]["operation"].setdefault("attrs", {}).update(attrs)
+    return doc
+
+
+def refused(tmp_path, doc, path, text):
+    with pytest.raises(ConfigError) as info:
+        load(tmp_path, doc)
+    assert info.value.file == str(tmp_path / "processor_config.json")
+    assert info.value.path == path
+    assert text in info.value.message
+
+
+def test_genai_qwen25_vl_list_reads_as_the_qwen2_vl_keys(tmp_path):
+    config = load(tmp_path, PROCESSOR)
+    assert config.pixel_range == (MIN_PIXELS, MAX_PIXELS)
+    assert (config.do_resize, config.resample, config.do_rescale, config.do_normalize) == (True, 3, True, True)
+    assert config.rescale_factor == pytest.approx(1 / 255)
+    assert list(config.image_mean) == MEAN and list(config.image_std) == STD
+    assert (config.patch_size, config.temporal_patch_size, config.merge_size) == (14, 2, 2)
+
+
+def test_missing_steps_turn_them_off(tmp_path):
+    doc = copy.deepcopy(PROCESSOR)
+    transforms = doc["processor"]["transforms"]
+    doc["processor"]["transforms"] = [t for t in transforms
+                                      if t["operation"]["type"] in ("DecodeImage", "PatchImage")]
+    config = load(tmp_path, doc)
+    assert (config.do_resize, config.do_rescale, config.do_normalize, config.do_convert_rgb) == \
+        (False, False, False, False)
+
+
+@pytest.mark.parametrize("index, attrs, key, text", [
+    (2, {"smart_resize": 0}, "smart_resize", "smart_resize: only 1 is supported"),
+    (2, {"interpolation": "LINEAR"}, "interpolation", 'interpolation: only "CUBIC" is supported'),
+    (2, {"merge_size": 4}, "merge_size", "merge_size 4 differs from PatchImage's 2"),
+    (0, {"color_space": "BGR"}, "color_space", 'color_space: only "RGB" is supported'),
+    (3, {"offset": 1}, "offset", 'unknown Rescale attribute "offset"; valid: rescale_factor'),
+])
+def test_values_onnxpipe_does_not_run(tmp_path, index, attrs, key, text):
+    refused(tmp_path, edited(index, **attrs), f"$.processor.transforms[{index}].operation.attrs.{key}", text)
+
+
+def test_normalize_without_the_rgb_flag(tmp_path):
+    doc = copy.deepcopy(PROCESSOR)
+    del doc["processor"]["transforms"][4]["operation"]["attrs"]["qwen2_5_vl"]
+    refused(tmp_path, doc, "$.processor.transforms[4].operation.attrs",
+            "ort-extensions normalises the decoded channels in B, G, R order")
+
+
+def test_other_transforms_and_orders(tmp_path):
+    doc = copy.deepcopy(PROCESSOR)
+    doc["processor"]["transforms"][2]["operation"]["type"] = "CenterCrop"
+    refused(tmp_path, doc, "$.processor.transforms[2].operation.type", 'transform "CenterCrop" is not supported')
+    doc = copy.deepcopy(PROCESSOR)
+    transforms = doc["processor"]["transforms"]
+    transforms[3], transforms[4] = transforms[4], transforms[3]
+    refused(tmp_path, doc, "$.processor.transforms[4].operation.type", 'transform "Rescale" out of order')
+    doc = copy.deepcopy(PROCESSOR)
+    doc["processor"]["transforms"].pop()
+    refused(tmp_path, doc, "$.processor.transforms", "no PatchImage transform")
