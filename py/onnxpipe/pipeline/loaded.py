@@ -87,8 +87,9 @@ class LoadedPipeline:
         vocab = self.vocab_size
         bad = [i for i in ids if i < 0 or (vocab is not None and i >= vocab)]
         if bad:
-            raise ConfigError(f"ids {bad[:5]} are outside the vocabulary (0..{vocab - 1 if vocab else '?'}) "
-                              f"and would be fed to the model", file=self.config.file, path=path)
+            raise self.config.told(ConfigError(
+                f"ids {bad[:5]} are outside the vocabulary (0..{vocab - 1 if vocab else '?'}) and would be "
+                f"fed to the model", file=self.config.file, path=path))
 
     def _load_text(self, loader):
         spec = self.spec.preprocessing.text
