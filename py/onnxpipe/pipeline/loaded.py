@@ -205,7 +205,7 @@ class LoadedPipeline:
     def sampler(self, options) -> Sampler:
         """A sampler for ``options`` on the engine and provider that make the logits."""
         info, provider = self._logits_info()
-        return Sampler(self.backend, provider, options, info)
+        return Sampler(self.backend, provider, options, info, self.vocab_size)
 
     def _logits_info(self):
         session, name = self.executor.plan.pipeline_outputs["logits"]

@@ -18,11 +18,12 @@ from .options import SearchOptions
 
 
 class Sampler:
-    def __init__(self, backend, provider: str, options: SearchOptions, logits_info):
+    def __init__(self, backend, provider: str, options: SearchOptions, logits_info, vocab: int | None = None):
+        """``vocab``: the logits' width where their shape leaves it symbolic (read from the graph)."""
         self.backend = backend
         self.options = options
         self.rank = len(logits_info.shape)
-        self.vocab = logits_info.shape[-1] if isinstance(logits_info.shape[-1], int) else None
+        self.vocab = logits_info.shape[-1] if isinstance(logits_info.shape[-1], int) else vocab
         penalty = options.repetition_penalty != 1.0
         self.penalty = penalty
         self.provider = provider
