@@ -79,7 +79,7 @@ def test_kv_discovery_leaves_cross_inputs_alone(tmp_path):
     assert pipe.generate(max_new_tokens=3, inputs=_features(2)).tokens == [2, 2, 2]
 
 
-def test_decoder_prefix_and_suppression_must_fit_the_vocabulary(tmp_path):
+def test_decoder_prefix_must_fit_the_vocabulary_suppressed_ids_past_it_are_left_out(tmp_path):
     with pytest.raises(ConfigError, match="outside the vocabulary") as info:
         onnxpipe.load(_bundle(tmp_path, {"tokens.decoder_prefix": [0, V]}), text=False)
     assert info.value.path == "$.tokens.decoder_prefix"
