@@ -40,9 +40,10 @@ class Pipeline:
 
     def __init__(self, config, backend, providers=None, text=True, text_loader=None, variant=None,
                  phonemizer_loader=None):
-        self.loaded = LoadedPipeline(config, backend, providers, text, text_loader, variant,
-                                     phonemizer_loader)
-        check_ranges(config.spec, config.file)   # after the stages' own checks, whose messages say more
+        with config.errors_told():   # a genai bundle's errors name genai_config.json's keys
+            self.loaded = LoadedPipeline(config, backend, providers, text, text_loader, variant,
+                                         phonemizer_loader)
+            check_ranges(config.spec, config.file)   # after the stages' own checks, whose messages say more
         self.generation = TextGeneration(self.loaded)
         self.conversation = Conversation(self.generation)
         self.one_pass = OnePass(self.loaded)

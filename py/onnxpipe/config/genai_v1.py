@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ConfigError
-from . import genai_multimodal, genai_pipeline
+from . import genai_layout, genai_multimodal, genai_pipeline
 from .parse import describe
 
 FILE = "genai_config.json"
@@ -96,6 +96,7 @@ def translate(genai: dict[str, Any], file: str = FILE) -> dict[str, Any]:
     inputs = _object(decoder.get("inputs", {}), file, "$.model.decoder.inputs")
     outputs = _object(decoder.get("outputs", {}), file, "$.model.decoder.outputs")
     search = _object(genai.get("search", {}), file, "$.search")
+    genai_layout.check_engine(genai, file)
     _object(decoder.get("session_options", {}), file, "$.model.decoder.session_options")
 
     session: dict[str, Any] = {"file": decoder.get("filename")}
@@ -130,6 +131,7 @@ def translate(genai: dict[str, Any], file: str = FILE) -> dict[str, Any]:
         "present_value_pattern": _pattern(outputs.get("present_value_names", "present.%d.value"), file,
                                           "$.model.decoder.outputs.present_value_names"),
     }
+    kv = genai_layout.combined_kv(model, inputs, outputs, file) or kv
     for key, name in (("num_heads", "num_key_value_heads"), ("head_size", "head_size")):
         value = decoder.get(name)
         if isinstance(value, int) and not isinstance(value, bool):

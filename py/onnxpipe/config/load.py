@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 
 from ..errors import BundleError, ConfigError, choices_text, nearest
-from . import genai_v1, transformers_js
+from . import genai_paths, genai_v1, transformers_js
 from .parse import describe, parse_spec
 from .presets import PRESETS, apply_preset
 from .schema import PipelineSpec
@@ -23,6 +24,24 @@ class LoadedConfig:
     file: str          # the file the spec came from (pipeline.json or genai_config.json)
     dtype: str | None = None        # the transformers.js dtype asked for (None: per provider)
     dtypes: tuple[str, ...] = ()    # the dtypes a transformers.js folder offers; () for others
+    # genai_config.json's document, when the spec is its translation (errors are told in it)
+    source: dict | None = field(default=None, compare=False, hash=False, repr=False)
+
+    def told(self, exc: ConfigError) -> ConfigError:
+        """``exc`` as the user's file says it: a translated document's path becomes the
+        genai_config.json key it came from (config/genai_paths.py)."""
+        return exc if self.source is None else genai_paths.remap(exc, self.source, self.file)
+
+    @contextmanager
+    def errors_told(self):
+        """Config errors raised inside, told in the user's file (``told``)."""
+        try:
+            yield
+        except ConfigError as exc:
+            told = self.told(exc)
+            if told is exc:
+                raise
+            raise told from None
 
 
 def read_json(path: str) -> object:
@@ -87,6 +106,7 @@ def load_config(path: str, dtype: str | None = None) -> LoadedConfig:
         raise BundleError(f"{path}: no such model bundle (expected a folder with {PIPELINE_FILE})")
     file = os.path.join(bundle_dir, name)
     dtypes: tuple[str, ...] = ()
+    source = None
     if name == transformers_js.CONFIG_FILE:
         document = transformers_js.translate(bundle_dir, dtype)
         dtypes = tuple(transformers_js.offered_dtypes(bundle_dir))
@@ -96,7 +116,12 @@ def load_config(path: str, dtype: str | None = None) -> LoadedConfig:
     else:
         document = read_json(file)
         if name == genai_v1.FILE:
-            document = genai_v1.translate(document, file)
-    spec = resolve_document(document, file)
-    validate_spec(spec, file, bundle_dir)
-    return LoadedConfig(spec=spec, bundle_dir=bundle_dir, file=file, dtype=dtype, dtypes=dtypes)
+            source, document = document, genai_v1.translate(document, file)
+    try:
+        spec = resolve_document(document, file)
+        validate_spec(spec, file, bundle_dir)
+    except ConfigError as exc:
+        if source is None:
+            raise
+        raise genai_paths.remap(exc, source, file) from None
+    return LoadedConfig(spec=spec, bundle_dir=bundle_dir, file=file, dtype=dtype, dtypes=dtypes, source=source)

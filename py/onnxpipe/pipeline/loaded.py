@@ -58,8 +58,12 @@ class LoadedPipeline:
         check_audio_declarations(self)
 
     def _check_token_data(self) -> None:
-        """tokens.decoder_prefix / decoder_start / bos / pad and generation.suppress_tokens: a token
-        loop, ids in the vocabulary."""
+        """tokens.decoder_prefix / decoder_start / bos / pad and generation.suppress_tokens need a
+        token loop; the ids fed to the model at every start (decoder_prefix, decoder_start) must be
+        in the vocabulary. The others are checked where they are used, as onnxruntime-genai and
+        transformers do: bos only when it is fed (``start_ids``), pad never (it only fills
+        returned sequences up, GenerationResult.padded), suppressed ids past the vocabulary can't
+        be picked anyway (the sampler leaves them out)."""
         tokens = self.spec.tokens
         lists = {"$.tokens.decoder_prefix": tokens.decoder_prefix,
                  "$.tokens.decoder_start": () if tokens.decoder_start is None else (tokens.decoder_start,),
@@ -75,11 +79,17 @@ class LoadedPipeline:
             if not self.loop.makes_tokens:
                 raise ConfigError(f'token ids here need a token loop; generation.loop is "{self.loop.name}"',
                                   file=self.config.file, path=path)
-            vocab = self.vocab_size
-            bad = [i for i in ids if i < 0 or (vocab is not None and i >= vocab)]
-            if bad:
-                raise ConfigError(f"ids {bad[:5]} are outside the vocabulary (0..{vocab - 1 if vocab else '?'})",
-                                  file=self.config.file, path=path)
+            if path in ("$.tokens.decoder_prefix", "$.tokens.decoder_start"):
+                self._check_fed(path, ids)
+
+    def _check_fed(self, path: str, ids) -> None:
+        """Ids from the bundle that are about to be fed to the model: in the vocabulary."""
+        vocab = self.vocab_size
+        bad = [i for i in ids if i < 0 or (vocab is not None and i >= vocab)]
+        if bad:
+            raise self.config.told(ConfigError(
+                f"ids {bad[:5]} are outside the vocabulary (0..{vocab - 1 if vocab else '?'}) and would be "
+                f"fed to the model", file=self.config.file, path=path))
 
     def _load_text(self, loader):
         spec = self.spec.preprocessing.text
@@ -127,6 +137,14 @@ class LoadedPipeline:
             if first is not None:
                 return (first,)
         return ()
+
+    def fed_start_ids(self) -> tuple[int, ...]:
+        """``start_ids`` about to be fed to the model: a bos start (fed only here, so not checked
+        at load) checked against the vocabulary."""
+        tokens = self.spec.tokens
+        if not tokens.decoder_prefix and tokens.decoder_start is None and tokens.bos is not None:
+            self._check_fed("$.tokens.bos", (tokens.bos,))
+        return self.start_ids
 
     @property
     def vocab_size(self) -> int | None:
@@ -187,7 +205,7 @@ class LoadedPipeline:
     def sampler(self, options) -> Sampler:
         """A sampler for ``options`` on the engine and provider that make the logits."""
         info, provider = self._logits_info()
-        return Sampler(self.backend, provider, options, info)
+        return Sampler(self.backend, provider, options, info, self.vocab_size)
 
     def _logits_info(self):
         session, name = self.executor.plan.pipeline_outputs["logits"]

@@ -138,7 +138,7 @@ class TextGeneration:
     def prompt_ids(self, prompt, input_ids) -> list[int]:
         start = self.loaded.start_ids
         if prompt is None and input_ids is None and start:
-            return list(start)   # the bundle's own start (checked against the vocabulary at load)
+            return list(self.loaded.fed_start_ids())   # the bundle's own start, in the vocabulary
         if (prompt is None) == (input_ids is None):
             raise InputError("give exactly one of prompt= (text) or input_ids= (token ids)")
         if input_ids is not None:

@@ -84,6 +84,7 @@ class BeamSearch:
         self.backend = sampler.backend
         self.options = options
         self.vocab = sampler.vocab
+        self.suppress = sampler.suppress
         self.stop = stop
         self.ends = tuple(sorted(i for i in stop if self.vocab is None or i < self.vocab))
         self.timing = timing
@@ -99,9 +100,7 @@ class BeamSearch:
 
     def _bans(self, ids: list[int], new: int, start: bool) -> list[int]:
         o = self.options
-        banned = list(o.suppress_tokens)
-        if start:
-            banned += o.suppress_tokens_at_start
+        banned = list(self.suppress[start])   # the sampler's: ids past the vocabulary left out
         if masks.ends_masked(o, len(ids), new):
             banned += self.ends
         if o.no_repeat_ngram_size:

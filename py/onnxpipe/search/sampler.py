@@ -14,16 +14,16 @@ from __future__ import annotations
 import random
 
 from ..ops import sampler as graphs
-from ..errors import InputError
 from .options import SearchOptions
 
 
 class Sampler:
-    def __init__(self, backend, provider: str, options: SearchOptions, logits_info):
+    def __init__(self, backend, provider: str, options: SearchOptions, logits_info, vocab: int | None = None):
+        """``vocab``: the logits' width where their shape leaves it symbolic (read from the graph)."""
         self.backend = backend
         self.options = options
         self.rank = len(logits_info.shape)
-        self.vocab = logits_info.shape[-1] if isinstance(logits_info.shape[-1], int) else None
+        self.vocab = logits_info.shape[-1] if isinstance(logits_info.shape[-1], int) else vocab
         penalty = options.repetition_penalty != 1.0
         self.penalty = penalty
         self.provider = provider
@@ -31,12 +31,11 @@ class Sampler:
         self._graphs: dict[tuple[bool, bool, bool], object] = {}
         self.graph = self._graph(False, False, False)
         # suppressed ids: one graph with a suppress_ids input, fed the list for this position
-        start = tuple(dict.fromkeys(options.suppress_tokens + options.suppress_tokens_at_start))
-        for name in ("suppress_tokens", "suppress_tokens_at_start") if self.vocab is not None else ():
-            outside = [i for i in getattr(options, name) if i >= self.vocab]
-            if outside:
-                raise InputError(f"{name}: {outside[:5]} outside the vocabulary (0..{self.vocab - 1})")
-        self.suppress = {True: start, False: tuple(options.suppress_tokens)}
+        # ids past the vocabulary can never be picked: left out, as transformers' SuppressTokens
+        # processors do (a mask over the vocabulary), not refused
+        always, at_start = (tuple(i for i in getattr(options, name) if self.vocab is None or i < self.vocab)
+                            for name in ("suppress_tokens", "suppress_tokens_at_start"))
+        self.suppress = {True: tuple(dict.fromkeys(always + at_start)), False: always}
         self._suppress_ids: dict[tuple, object] = {}
         self.rng = random.Random(options.seed)
         self._unread: list[float] = []     # draws handed back by ``unread``, used first

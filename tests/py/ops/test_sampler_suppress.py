@@ -58,9 +58,13 @@ def test_sampler_uses_the_start_list_only_for_the_first_token():
     assert sampler(logits, [0], start=False) == 1   # only 2 is out
     plain = Sampler(backend, "cpu", SearchOptions(), TensorInfo("logits", "float32", (1, "s", 4)))
     assert plain.suppress_graph is None and plain(logits, [0], start=True) == 2
-    from onnxpipe.errors import InputError
-    with pytest.raises(InputError, match="outside the vocabulary"):
-        Sampler(backend, "cpu", SearchOptions(suppress_tokens=(4,)), TensorInfo("logits", "float32", (1, "s", 4)))
+    # an id past the vocabulary can't be picked anyway: left out (transformers ignores it too)
+    past = Sampler(backend, "cpu", SearchOptions(suppress_tokens=(4, 2), suppress_tokens_at_start=(9,)),
+                   TensorInfo("logits", "float32", (1, "s", 4)))
+    assert past.suppress == {True: (2,), False: (2,)} and past(logits, [0], start=True) == 1
+    # a symbolic logits width: the one the graph gives (LoadedPipeline.vocab_size) decides
+    symbolic = Sampler(backend, "cpu", SearchOptions(suppress_tokens=(4, 2)), TensorInfo("logits", "float32", (1, "s", "v")), 4)
+    assert symbolic.vocab == 4 and symbolic.suppress[False] == (2,)
 
 
 def test_suppress_options_are_checked():

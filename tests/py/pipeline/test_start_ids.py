@@ -1,6 +1,7 @@
 """tokens.bos / tokens.decoder_start / tokens.decoder_prefix: where a token loop starts when the
 caller gives no prompt, as transformers' ``generate()`` without inputs does (it starts from
-``[[bos_token_id]]``), and every one of them checked against the vocabulary at load."""
+``[[bos_token_id]]``); decoder_start and decoder_prefix (fed at every start) checked against the
+vocabulary at load, bos where it is fed (a prompt's tokens come from the tokenizer instead)."""
 
 from __future__ import annotations
 
@@ -58,8 +59,19 @@ def test_without_any_start_a_prompt_is_required(tmp_path, torch_llama):
         pipe.generate(max_new_tokens=2)
 
 
-@pytest.mark.parametrize("key", ["bos", "decoder_start"])
+@pytest.mark.parametrize("key", ["decoder_start"])
 def test_ids_outside_the_vocabulary_are_refused_at_load(tmp_path, torch_llama, key):
     with pytest.raises(ConfigError, match="outside the vocabulary") as info:
         onnxpipe.load(_bundle(tmp_path, torch_llama, {key: 100000}))
     assert info.value.path == f"$.tokens.{key}"
+
+
+def test_bos_outside_the_vocabulary_is_refused_only_where_it_is_fed(tmp_path, torch_llama):
+    """onnxruntime-genai never feeds bos_token_id itself; onnxpipe feeds it only as the start of a
+    call without a prompt, and refuses it there."""
+    pipe = onnxpipe.load(_bundle(tmp_path, torch_llama, {"bos": 100000}))
+    assert len(pipe.generate(input_ids=[5, 6], max_new_tokens=2, ignore_eos=True).tokens) == 2
+    with pytest.raises(ConfigError, match=r"ids \[100000\] are outside the vocabulary \(0\.\.383\) and "
+                                          "would be fed to the model") as info:
+        pipe.generate(max_new_tokens=2)
+    assert info.value.path == "$.tokens.bos" and info.value.file.endswith("pipeline.json")
