@@ -1,6 +1,7 @@
 """onnxruntime-genai bundles (genai_config.json, "v1") translated to pipeline.json v2.
 
-Only decoder-only models are translated (a single ``model.decoder`` section). The output is a
+Decoder-only models (a single ``model.decoder`` section) and, through genai_encoder.py, Whisper's
+``model.encoder`` + ``model.decoder`` are translated. The output is a
 plain v2 document, so everything after this point treats both kinds of bundle alike.
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ConfigError
+from .genai_encoder import add_encoder
 from .parse import describe
 
 FILE = "genai_config.json"
@@ -16,7 +18,7 @@ FILE = "genai_config.json"
 _SAMPLING_KEYS = ("do_sample", "temperature", "top_k", "top_p", "repetition_penalty",
                   "num_beams", "no_repeat_ngram_size", "random_seed", "length_penalty",
                   "early_stopping", "num_return_sequences")
-_UNSUPPORTED_SECTIONS = ("encoder", "vision", "speech", "embedding")
+_UNSUPPORTED_SECTIONS = ("vision", "speech", "embedding")
 _SLIDING_KEYS = ("window_size", "layers", "cache_slack", "slide_key_value_cache", "slide_inputs",
                  "alignment", "pad_value")
 
@@ -153,7 +155,7 @@ def translate(genai: dict[str, Any], file: str = FILE) -> dict[str, Any]:
             value = value[0] if value else None
         if value is not None:
             tokens[key] = value
-    return {
+    document = {
         "version": 2,
         "pipeline": {
             "sessions": {"decoder": session},
@@ -166,3 +168,4 @@ def translate(genai: dict[str, Any], file: str = FILE) -> dict[str, Any]:
         "metadata": {"model_type": model.get("type"), "source": "genai_config.json (v1)",
                      "vocab_size": model.get("vocab_size")},
     }
+    return add_encoder(genai, document, file) if "encoder" in model else document

@@ -182,7 +182,7 @@ def test_sliding_window_we_cannot_run_is_rejected(window, path, text):
     assert text in info.value.message
 
 
-@pytest.mark.parametrize("section", ["vision", "speech", "encoder", "embedding"])
+@pytest.mark.parametrize("section", ["vision", "speech", "embedding"])
 def test_unsupported_sections_give_a_clear_error(section):
     g = genai()
     g["model"][section] = {"filename": f"{section}.onnx"}

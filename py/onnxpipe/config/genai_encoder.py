@@ -1,0 +1,211 @@
+"""onnxruntime-genai encoder-decoder bundles (``model.encoder``, Whisper) in a v2 document.
+
+genai_v1.translate makes the decoder part (self-attention KV cache, logits, search); this adds
+what the encoder brings, as onnxruntime-genai runs it (src/models/whisper.cpp):
+
+- an ``encoder`` session in the init phase taking ``audio_features``; its cross-attention
+  keys/values (``outputs.cross_present_key_names`` / ``..._value_names``) wired to the
+  decoder's ``inputs.cross_past_key_names`` / ``..._value_names`` for every layer, computed
+  once per audio window and fed to every step;
+- the audio front end of the bundle's processor file (``model.speech.config_filename``,
+  audio_processor_config.json: onnxruntime-extensions' AudioDecoder -> STFTNorm ->
+  LogMelSpectrum) as ``preprocessing.audio.log_mel``;
+- the decoder prompt onnxruntime-genai's Whisper examples pass (``<|startoftranscript|>``,
+  ``<|en|>`` where the vocabulary has it, ``<|transcribe|>``, ``<|notimestamps|>``) as
+  ``tokens.decoder_prefix``, read from the bundle's tokenizer.json.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from ..errors import ConfigError
+from .parse import describe
+
+SPEECH_FILE = "audio_processor_config.json"   # onnxruntime-genai's default model.speech.config_filename
+TOKENIZER_FILE = "tokenizer.json"
+PROMPT = ("<|startoftranscript|>", "<|en|>", "<|transcribe|>", "<|notimestamps|>")
+_REQUIRED_PROMPT = ("<|startoftranscript|>",)
+# onnxruntime-extensions speech operations and the attributes we map (others are refused)
+_OPERATIONS = {
+    "AudioDecoder": {"target_sample_rate"},
+    "STFTNorm": {"n_fft", "frame_length", "hop_length", "_comment"},
+    "LogMelSpectrum": {"chunk_size", "hop_length", "n_fft", "n_mel"},
+}
+_SAMPLE_RATE = 16000   # AudioDecoder's default target rate (Whisper's)
+
+
+def _object(value: Any, file: str, path: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ConfigError(f"expected an object, found {describe(value)}", file=file, path=path)
+    return value
+
+
+def _name(section: dict, key: str, default: str, file: str, path: str) -> str:
+    value = section.get(key, default)
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f"expected a tensor name, found {describe(value)}", file=file, path=f"{path}.{key}")
+    return value
+
+
+def _shown(value: Any) -> str:
+    return f'"{value}"' if isinstance(value, str) else describe(value)
+
+
+def _positive(value: Any, file: str, path: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ConfigError(f"expected a positive integer, found {describe(value)}", file=file, path=path)
+    return value
+
+
+def _session(section: dict, file: str, path: str) -> dict[str, Any]:
+    """A v2 session entry from a genai section's filename and session_options."""
+    if "filename" not in section:
+        raise ConfigError('missing "filename"', file=file, path=f"{path}.filename")
+    session: dict[str, Any] = {"file": section["filename"]}
+    options = dict(_object(section.get("session_options", {}), file, f"{path}.session_options"))
+    listed = options.pop("provider_options", [])
+    if not isinstance(listed, list) or not all(isinstance(p, dict) for p in listed):
+        raise ConfigError(f'expected a list of objects such as [{{"cpu": {{}}}}], found {describe(listed)}',
+                          file=file, path=f"{path}.session_options.provider_options")
+    providers = [next(iter(p)) for p in listed if p]
+    if providers:
+        session["execution_provider"] = providers
+    options.pop("log_id", None)
+    if options:
+        session["session_options"] = options
+    return session
+
+
+def _read(path: str, shown: str) -> Any:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh)
+    except OSError as exc:
+        raise ConfigError(f"cannot read {shown}: {exc.strerror}", file=path, path="$") from None
+    except ValueError as exc:
+        raise ConfigError(f"{shown} is not valid JSON: {exc}", file=path, path="$") from None
+
+
+def log_mel(processor: Any, file: str) -> tuple[int, dict[str, int], float]:
+    """(sample rate, preprocessing.audio.log_mel, window seconds) from an onnxruntime-extensions
+    speech processor config; what it declares that we can't compute is refused naming ``file``."""
+    seq_path = "$.feature_extraction.sequence"
+    steps = _object(processor, file, "$").get("feature_extraction")
+    steps = _object(steps, file, "$.feature_extraction").get("sequence")
+    if not isinstance(steps, list):
+        raise ConfigError(f"expected a list of operations, found {describe(steps)}", file=file, path=seq_path)
+    attrs: dict[str, dict[str, Any]] = {}
+    for i, step in enumerate(steps):
+        op = _object(_object(step, file, f"{seq_path}[{i}]").get("operation"), file,
+                     f"{seq_path}[{i}].operation")
+        kind = op.get("type")
+        if kind not in _OPERATIONS:
+            raise ConfigError(f'audio operation type {_shown(kind)} is not supported: onnxpipe computes '
+                              f"Whisper log-mel features (AudioDecoder, STFTNorm, LogMelSpectrum)",
+                              file=file, path=f"{seq_path}[{i}].operation.type")
+        given = _object(op.get("attrs", {}), file, f"{seq_path}[{i}].operation.attrs")
+        unknown = sorted(set(given) - _OPERATIONS[kind])
+        if unknown:
+            raise ConfigError(f'{kind} attribute "{unknown[0]}" is not supported (supported: '
+                              f"{', '.join(sorted(_OPERATIONS[kind]))})", file=file,
+                              path=f"{seq_path}[{i}].operation.attrs.{unknown[0]}")
+        attrs[kind] = {k: (v, f"{seq_path}[{i}].operation.attrs.{k}") for k, v in given.items()}
+    if "LogMelSpectrum" not in attrs:
+        raise ConfigError("no LogMelSpectrum operation: onnxpipe feeds the encoder log-mel features "
+                          "and finds no mel settings here", file=file, path=seq_path)
+
+    def value(kind: str, key: str, default: int) -> int:
+        got, path = attrs.get(kind, {}).get(key, (default, f"{seq_path}"))
+        return _positive(got, file, path)
+
+    rate = value("AudioDecoder", "target_sample_rate", _SAMPLE_RATE)
+    n_fft = value("LogMelSpectrum", "n_fft", 400)
+    hop = value("LogMelSpectrum", "hop_length", 160)
+    for key in ("n_fft", "hop_length"):
+        if key in attrs.get("STFTNorm", {}) and value("STFTNorm", key, 0) != value("LogMelSpectrum", key, 0):
+            raise ConfigError(f"STFTNorm {key} {value('STFTNorm', key, 0)} differs from LogMelSpectrum's "
+                              f"{value('LogMelSpectrum', key, 0)}: one STFT setting is supported",
+                              file=file, path=attrs["STFTNorm"][key][1])
+    if "frame_length" in attrs.get("STFTNorm", {}) and value("STFTNorm", "frame_length", 0) != n_fft:
+        raise ConfigError(f"STFTNorm frame_length {value('STFTNorm', 'frame_length', 0)} differs from "
+                          f"n_fft {n_fft}: only a window as long as the FFT is supported", file=file,
+                          path=attrs["STFTNorm"]["frame_length"][1])
+    chunk = value("LogMelSpectrum", "chunk_size", 30)
+    frames = chunk * rate // hop
+    mel = {"n_fft": n_fft, "hop_length": hop, "n_mels": value("LogMelSpectrum", "n_mel", 80), "frames": frames}
+    return rate, mel, float(chunk)
+
+
+def prompt_ids(bundle_dir: str, file: str) -> list[int]:
+    """ids of Whisper's transcription prompt in the bundle's tokenizer.json (added tokens)."""
+    path = os.path.join(bundle_dir, TOKENIZER_FILE)
+    if not os.path.isfile(path):
+        raise ConfigError(f"model.encoder (whisper) needs {TOKENIZER_FILE} in the bundle for its decoder "
+                          f"prompt {''.join(PROMPT)}; it is missing", file=file, path="$.model.encoder")
+    added = _read(path, TOKENIZER_FILE).get("added_tokens", [])
+    ids = {t.get("content"): t.get("id") for t in added if isinstance(t, dict)}
+    missing = [t for t in _REQUIRED_PROMPT if t not in ids]
+    if missing:
+        raise ConfigError(f"{TOKENIZER_FILE} has no {missing[0]} token (Whisper's decoder prompt starts "
+                          f"with it)", file=path, path="$.added_tokens")
+    return [ids[t] for t in PROMPT if t in ids]
+
+
+def add_encoder(genai: dict[str, Any], document: dict[str, Any], file: str) -> dict[str, Any]:
+    """``document`` (genai_v1's decoder translation) with the encoder of ``genai`` added."""
+    model = genai["model"]
+    kind = model.get("type")
+    if kind != "whisper":
+        raise ConfigError(f'model.encoder of model.type {_shown(kind)} is not supported: onnxpipe translates '
+                          f'the encoder-decoder of type "whisper" (encoder, then a decoder with cross-attention '
+                          f"keys/values); transducer encoder/decoder/joiner loops are not", file=file,
+                          path="$.model.type")
+    encoder = _object(model["encoder"], file, "$.model.encoder")
+    decoder = model["decoder"]
+    e_in = _object(encoder.get("inputs", {}), file, "$.model.encoder.inputs")
+    e_out = _object(encoder.get("outputs", {}), file, "$.model.encoder.outputs")
+    d_in = _object(decoder.get("inputs", {}), file, "$.model.decoder.inputs")
+    layers = _positive(decoder.get("num_hidden_layers"), file, "$.model.decoder.num_hidden_layers")
+    features = _name(e_in, "audio_features", "audio_features", file, "$.model.encoder.inputs")
+    if "cross_present_key_names" not in e_out:
+        raise ConfigError("an encoder without cross-attention key/value outputs (the decoder taking "
+                          "encoder_hidden_states itself) is not supported: onnxpipe wires "
+                          "cross_present_key_names / cross_present_value_names to the decoder",
+                          file=file, path="$.model.encoder.outputs.cross_present_key_names")
+    wires = []
+    for what in ("key", "value"):
+        out = _name(e_out, f"cross_present_{what}_names", f"present_{what}_cross_%d", file,
+                    "$.model.encoder.outputs")
+        inp = _name(d_in, f"cross_past_{what}_names", f"past_{what}_cross_%d", file, "$.model.decoder.inputs")
+        for key, pattern in ((f"$.model.encoder.outputs.cross_present_{what}_names", out),
+                             (f"$.model.decoder.inputs.cross_past_{what}_names", inp)):
+            if "%d" not in pattern:
+                raise ConfigError(f'expected a tensor name pattern with "%d" for the layer, found '
+                                  f"{describe(pattern)}", file=file, path=key)
+        wires += [{"from": f"encoder.{out.replace('%d', str(i))}", "to": f"decoder.{inp.replace('%d', str(i))}"}
+                  for i in range(layers)]
+
+    speech = _object(model.get("speech", {}), file, "$.model.speech")
+    speech_file = speech.get("config_filename", SPEECH_FILE)
+    bundle_dir = os.path.dirname(os.path.abspath(file))
+    processor_path = os.path.join(bundle_dir, str(speech_file))
+    if not os.path.isfile(processor_path):
+        raise ConfigError(f"the audio processor file {speech_file} is missing from the bundle (onnxpipe reads "
+                          "its mel settings)", file=file, path="$.model.speech.config_filename")
+    rate, mel, window = log_mel(_read(processor_path, str(speech_file)), processor_path)
+
+    pipe = document["pipeline"]
+    pipe["sessions"] = {"encoder": _session(encoder, file, "$.model.encoder"), **pipe["sessions"]}
+    pipe["flow"] = [{"run": "encoder", "when": "init"}, *pipe["flow"]]
+    pipe["dataflow"] = [{"from": f"inputs.{features}", "to": f"encoder.{features}"}, *pipe["dataflow"], *wires]
+    tokens = document["tokens"]
+    tokens.pop("bos", None)   # Whisper's bos is <|endoftext|>; the decoder starts from the prompt
+    tokens["decoder_prefix"] = prompt_ids(bundle_dir, file)
+    document["preprocessing"] = {
+        "text": {"tokenizer": TOKENIZER_FILE},
+        "audio": {"sample_rate": rate, "input": features, "window_seconds": window, "log_mel": mel},
+    }
+    return document
