@@ -11,7 +11,7 @@ bundles (audio_processor_config.json):
   sample_rate / 2, as transformers' ``WhisperFeatureExtractor`` makes it),
 - log10 of max(power, 1e-10), floored at (largest value - 8), then (x + 4) / 4,
 - frames past the audio (up to ``frames``) hold that floor; audio longer than ``frames`` hops
-  is cut.
+  is cut; audio shorter than one hop gives the floor of silence everywhere.
 
 Pure Python setup (no numpy), so the graph is built in Pyodide too.
 """
@@ -85,6 +85,7 @@ def log_mel_graph(sample_rate: int, n_fft: int, hop: int, n_mels: int, frames: i
     g.const("tiny", [1e-10], "float32", [])
     g.const("inv_ln10", [1 / math.log(10)], "float32", [])
     g.const("eight", [8.0], "float32", [])
+    g.const("minus_ten", [-10.0], "float32", [1])
     g.const("four", [4.0], "float32", [])
     g.const("quarter", [0.25], "float32", [])
     half = n_fft // 2
@@ -96,14 +97,14 @@ def log_mel_graph(sample_rate: int, n_fft: int, hop: int, n_mels: int, frames: i
     im = g.node("Slice", [spec, "bins", "two_bins", "axis1"], "im")
     power = g.node("Add", [g.node("Mul", [re, re], "re2"), g.node("Mul", [im, im], "im2")], "power")
     mel = g.node("MatMul", ["filters", power], "mel")
-    # pad with zero power to `frames`: log10(1e-10) = -10 is below any floor, so the max is the audio's
-    count = g.node("Shape", [mel], "count", start=2)
+    log = g.node("Mul", [g.node("Log", [g.node("Max", [mel, "tiny"], "clamped")], "ln"), "inv_ln10"], "log10")
+    # the floor: the largest value - 8 (with -10, log10 of the clamp, so no audio frame still has one)
+    flat = g.node("Concat", [g.node("Reshape", [log, "last"], "flat"), "minus_ten"], "flat_all", axis=0)
+    floor = g.node("Sub", [g.node("ReduceMax", [flat], "peak", keepdims=0), "eight"], "floor")
+    count = g.node("Shape", [log], "count", start=2)
     pads = g.node("Concat", ["zero", "zero", "zero", "zero", "zero",
                              g.node("Sub", ["frames", count], "missing")], "pads", axis=0)
-    mel = g.node("Pad", [mel, pads], "mel_padded")
-    log = g.node("Mul", [g.node("Log", [g.node("Max", [mel, "tiny"], "clamped")], "ln"), "inv_ln10"], "log10")
-    floor = g.node("Sub", [g.node("ReduceMax", [log], "peak", keepdims=0), "eight"], "floor")
-    g.node("Mul", [g.node("Add", [g.node("Max", [log, floor], "floored"), "four"], "shifted"), "quarter"],
-           "features")
+    floored = g.node("Pad", [g.node("Max", [log, floor], "floored"), pads, floor], "padded")
+    g.node("Mul", [g.node("Add", [floored, "four"], "shifted"), "quarter"], "features")
     g.output("features", "float32", [1, n_mels, frames])
     return g.to_bytes()

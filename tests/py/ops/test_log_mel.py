@@ -21,7 +21,7 @@ def test_graph_equals_onnxruntime_genai_features(genai_whisper, tmp_path):
     session = ort.InferenceSession(log_mel_graph(16000, 400, 160, 80, 3000), providers=["CPUExecutionProvider"])
     processor = og.Model(str(genai_whisper)).create_multimodal_processor()
     rng = np.random.default_rng(0)
-    for n in (24050, 3 * 16000 + 77):   # not whole hops: n // hop frames, then the floor
+    for n in (24050, 3 * 16000 + 77, 300):   # not whole hops: n // hop frames, then the floor
         q = (rng.standard_normal(n) * 3000 * np.sin(np.arange(n) / 500)).astype(np.int16)
         path = tmp_path / f"{n}.wav"
         with wave.open(str(path), "wb") as w:
@@ -33,3 +33,10 @@ def test_graph_equals_onnxruntime_genai_features(genai_whisper, tmp_path):
         mine = session.run(None, {"waveform": (q.astype(np.float32) / 32768)[None]})[0]
         assert mine.shape == ref.shape == (1, 80, 3000)
         assert np.abs(mine - ref).max() < 1e-4, n
+
+
+def test_audio_shorter_than_a_hop_is_the_floor_of_silence():
+    session = ort.InferenceSession(log_mel_graph(16000, 400, 160, 80, 3000), providers=["CPUExecutionProvider"])
+    out = session.run(None, {"waveform": np.full((1, 100), 0.5, np.float32)})[0]
+    assert out.shape == (1, 80, 3000)
+    assert np.all(out == (-10 - 8 + 4) / 4)
