@@ -22,6 +22,7 @@ import os
 from typing import Any
 
 from ..errors import ConfigError
+from ..ops.log_mel import hann_periodic
 from .parse import describe
 
 SPEECH_FILE = "audio_processor_config.json"   # onnxruntime-genai's default model.speech.config_filename
@@ -30,11 +31,11 @@ PROMPT = ("<|startoftranscript|>", "<|en|>", "<|transcribe|>", "<|notimestamps|>
 _REQUIRED_PROMPT = ("<|startoftranscript|>",)
 # onnxruntime-extensions speech operations and the attributes we map (others are refused)
 _OPERATIONS = {
-    "AudioDecoder": {"target_sample_rate"},
-    "STFTNorm": {"n_fft", "frame_length", "hop_length", "_comment"},
+    "AudioDecoder": {"downsampling_rate", "stereo_to_mono"},
+    "STFTNorm": {"n_fft", "frame_length", "hop_length", "hann_win", "_comment"},
     "LogMelSpectrum": {"chunk_size", "hop_length", "n_fft", "n_mel"},
 }
-_SAMPLE_RATE = 16000   # AudioDecoder's default target rate (Whisper's)
+_SAMPLE_RATE = 16000   # LogMelSpectrum's mel filters are for 16 kHz (0 to 8 kHz) whatever it is given
 
 
 def _object(value: Any, file: str, path: str) -> dict[str, Any]:
@@ -91,7 +92,9 @@ def _read(path: str, shown: str) -> Any:
 
 def log_mel(processor: Any, file: str) -> tuple[int, dict[str, int], float]:
     """(sample rate, preprocessing.audio.log_mel, window seconds) from an onnxruntime-extensions
-    speech processor config; what it declares that we can't compute is refused naming ``file``."""
+    speech processor config; what it declares that we can't compute is refused naming ``file``.
+    (A window given as ``hann_win`` must be the periodic Hann window onnxruntime-extensions
+    makes when it is absent.)"""
     seq_path = "$.feature_extraction.sequence"
     steps = _object(processor, file, "$").get("feature_extraction")
     steps = _object(steps, file, "$.feature_extraction").get("sequence")
@@ -121,7 +124,11 @@ def log_mel(processor: Any, file: str) -> tuple[int, dict[str, int], float]:
         got, path = attrs.get(kind, {}).get(key, (default, f"{seq_path}"))
         return _positive(got, file, path)
 
-    rate = value("AudioDecoder", "target_sample_rate", _SAMPLE_RATE)
+    rate = _SAMPLE_RATE   # onnxpipe resamples the caller's audio to it (and averages channels)
+    if value("AudioDecoder", "downsampling_rate", rate) != rate:
+        raise ConfigError(f"AudioDecoder downsampling_rate {value('AudioDecoder', 'downsampling_rate', rate)}: "
+                          f"only {rate} is supported (LogMelSpectrum's mel filters are for {rate} Hz)",
+                          file=file, path=attrs["AudioDecoder"]["downsampling_rate"][1])
     n_fft = value("LogMelSpectrum", "n_fft", 400)
     hop = value("LogMelSpectrum", "hop_length", 160)
     for key in ("n_fft", "hop_length"):
@@ -133,6 +140,13 @@ def log_mel(processor: Any, file: str) -> tuple[int, dict[str, int], float]:
         raise ConfigError(f"STFTNorm frame_length {value('STFTNorm', 'frame_length', 0)} differs from "
                           f"n_fft {n_fft}: only a window as long as the FFT is supported", file=file,
                           path=attrs["STFTNorm"]["frame_length"][1])
+    window, where = attrs.get("STFTNorm", {}).get("hann_win", (None, ""))
+    if window is not None:
+        hann = hann_periodic(n_fft)
+        if not (isinstance(window, list) and len(window) == n_fft and all(
+                isinstance(v, (int, float)) and abs(v - h) <= 1e-6 for v, h in zip(window, hann))):
+            raise ConfigError(f"STFTNorm hann_win: only the periodic Hann window of n_fft {n_fft} samples is "
+                              f"supported (sin(pi * n / {n_fft}) ** 2); this one differs", file=file, path=where)
     chunk = value("LogMelSpectrum", "chunk_size", 30)
     frames = chunk * rate // hop
     mel = {"n_fft": n_fft, "hop_length": hop, "n_mels": value("LogMelSpectrum", "n_mel", 80), "frames": frames}
@@ -154,15 +168,20 @@ def prompt_ids(bundle_dir: str, file: str) -> list[int]:
     return [ids[t] for t in PROMPT if t in ids]
 
 
-def add_encoder(genai: dict[str, Any], document: dict[str, Any], file: str) -> dict[str, Any]:
-    """``document`` (genai_v1's decoder translation) with the encoder of ``genai`` added."""
-    model = genai["model"]
+def check_type(model: dict[str, Any], file: str) -> None:
+    """Refuse a ``model.encoder`` of a type other than Whisper's before anything else is read."""
     kind = model.get("type")
-    if kind != "whisper":
+    if "encoder" in model and kind != "whisper":
         raise ConfigError(f'model.encoder of model.type {_shown(kind)} is not supported: onnxpipe translates '
                           f'the encoder-decoder of type "whisper" (encoder, then a decoder with cross-attention '
                           f"keys/values); transducer encoder/decoder/joiner loops are not", file=file,
                           path="$.model.type")
+
+
+def add_encoder(genai: dict[str, Any], document: dict[str, Any], file: str) -> dict[str, Any]:
+    """``document`` (genai_v1's decoder translation) with the encoder of ``genai`` added."""
+    model = genai["model"]
+    check_type(model, file)
     encoder = _object(model["encoder"], file, "$.model.encoder")
     decoder = model["decoder"]
     e_in = _object(encoder.get("inputs", {}), file, "$.model.encoder.inputs")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ConfigError
-from .genai_encoder import add_encoder
+from .genai_encoder import add_encoder, check_type
 from .parse import describe
 
 FILE = "genai_config.json"
@@ -79,6 +79,8 @@ def translate(genai: dict[str, Any], file: str = FILE) -> dict[str, Any]:
     """A v2 pipeline document equivalent to onnxruntime-genai's ``genai_config.json``."""
     genai = _object(genai, file, "$")
     model = genai.get("model")
+    if isinstance(model, dict):
+        check_type(model, file)
     if not isinstance(model, dict) or not isinstance(model.get("decoder"), dict):
         raise ConfigError('expected a "model.decoder" section (a decoder-only model)', file=file,
                           path="$.model.decoder")

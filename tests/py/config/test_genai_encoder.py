@@ -107,3 +107,35 @@ def test_tokenizer_without_whisper_prompt_is_refused(bundle):
           lambda d: d.update(added_tokens=[t for t in d["added_tokens"]
                                            if t["content"] != "<|startoftranscript|>"]))
     _refused(bundle, "tokenizer.json", "$.added_tokens", "no <|startoftranscript|> token")
+
+
+def test_hann_window_listed_in_the_file_is_accepted_when_it_is_hann(bundle):
+    from onnxpipe.ops.log_mel import hann_periodic
+
+    def change(d):
+        d["feature_extraction"]["sequence"][1]["operation"]["attrs"]["hann_win"] = hann_periodic(400)
+    _edit(bundle / "audio_processor_config.json", change)
+    assert _translate(bundle)["preprocessing"]["audio"]["log_mel"]["n_fft"] == 400
+
+    def other(d):
+        d["feature_extraction"]["sequence"][1]["operation"]["attrs"]["hann_win"] = [1.0] * 400
+    _edit(bundle / "audio_processor_config.json", other)
+    _refused(bundle, "audio_processor_config.json", "$.feature_extraction.sequence[1].operation.attrs.hann_win",
+             "only the periodic Hann window")
+
+
+def test_other_downsampling_rate_is_refused(bundle):
+    def change(d):
+        d["feature_extraction"]["sequence"][0]["operation"]["attrs"] = {"downsampling_rate": 8000}
+    _edit(bundle / "audio_processor_config.json", change)
+    _refused(bundle, "audio_processor_config.json", "$.feature_extraction.sequence[0].operation.attrs.downsampling_rate",
+             "downsampling_rate 8000", "16000")
+
+
+def test_transducer_without_decoder_is_refused_by_type():
+    genai = {"model": {"type": "nemotron_speech", "encoder": {"filename": "encoder.onnx"},
+                       "joiner": {"filename": "joiner.onnx"}}}
+    with pytest.raises(ConfigError) as info:
+        genai_v1.translate(genai)
+    assert info.value.path == "$.model.type"
+    assert 'model.encoder of model.type "nemotron_speech" is not supported' in info.value.message
