@@ -189,11 +189,12 @@ def add_encoder(genai: dict[str, Any], document: dict[str, Any], file: str) -> d
     d_in = _object(decoder.get("inputs", {}), file, "$.model.decoder.inputs")
     layers = _positive(decoder.get("num_hidden_layers"), file, "$.model.decoder.num_hidden_layers")
     features = _name(e_in, "audio_features", "audio_features", file, "$.model.encoder.inputs")
-    if "cross_present_key_names" not in e_out:
-        raise ConfigError("an encoder without cross-attention key/value outputs (the decoder taking "
-                          "encoder_hidden_states itself) is not supported: onnxpipe wires "
-                          "cross_present_key_names / cross_present_value_names to the decoder",
-                          file=file, path="$.model.encoder.outputs.cross_present_key_names")
+    for what in ("key", "value"):   # onnxruntime-genai has no default for these two
+        if f"cross_past_{what}_names" not in d_in:
+            raise ConfigError(f'missing "cross_past_{what}_names": onnxpipe wires the encoder\'s cross-attention '
+                              f"keys/values to these decoder inputs (a decoder taking encoder_hidden_states "
+                              f"itself is not supported)", file=file,
+                              path=f"$.model.decoder.inputs.cross_past_{what}_names")
     wires = []
     for what in ("key", "value"):
         out = _name(e_out, f"cross_present_{what}_names", f"present_{what}_cross_%d", file,
@@ -208,6 +209,11 @@ def add_encoder(genai: dict[str, Any], document: dict[str, Any], file: str) -> d
                   for i in range(layers)]
 
     speech = _object(model.get("speech", {}), file, "$.model.speech")
+    other = sorted(set(speech) - {"config_filename"})
+    if other:
+        raise ConfigError(f'model.speech "{other[0]}" is not supported with model.encoder (Whisper): onnxpipe '
+                          f"reads only config_filename, its audio processor file", file=file,
+                          path=f"$.model.speech.{other[0]}")
     speech_file = speech.get("config_filename", SPEECH_FILE)
     bundle_dir = os.path.dirname(os.path.abspath(file))
     processor_path = os.path.join(bundle_dir, str(speech_file))

@@ -84,7 +84,8 @@ def translate(genai: dict[str, Any], file: str = FILE) -> dict[str, Any]:
     if not isinstance(model, dict) or not isinstance(model.get("decoder"), dict):
         raise ConfigError('expected a "model.decoder" section (a decoder-only model)', file=file,
                           path="$.model.decoder")
-    present = [s for s in _UNSUPPORTED_SECTIONS if s in model]
+    # Whisper's model.speech only names its audio processor file (genai_encoder.py reads it)
+    present = [s for s in _UNSUPPORTED_SECTIONS if s in model and not (s == "speech" and "encoder" in model)]
     if present:
         raise ConfigError(f'model.{present[0]} sections are not translated yet; write a '
                           f"pipeline.json v2 for this bundle instead", file=file,

@@ -64,11 +64,17 @@ def test_other_encoder_types_are_refused(bundle):
              '"whisper"', "transducer")
 
 
-def test_encoder_without_cross_outputs_is_refused(bundle):
+def test_decoder_without_cross_inputs_is_refused(bundle):
     _edit(bundle / "genai_config.json",
-          lambda d: d["model"]["encoder"]["outputs"].pop("cross_present_key_names"))
-    _refused(bundle, "genai_config.json", "$.model.encoder.outputs.cross_present_key_names",
-             "encoder_hidden_states", "not supported")
+          lambda d: d["model"]["decoder"]["inputs"].pop("cross_past_value_names"))
+    _refused(bundle, "genai_config.json", "$.model.decoder.inputs.cross_past_value_names",
+             'missing "cross_past_value_names"', "encoder_hidden_states")
+
+
+def test_encoder_cross_output_names_default_as_in_onnxruntime_genai(bundle):
+    _edit(bundle / "genai_config.json", lambda d: d["model"]["encoder"].pop("outputs"))
+    wires = _translate(bundle)["pipeline"]["dataflow"]
+    assert {"from": "encoder.present_value_cross_1", "to": "decoder.past_value_cross_1"} in wires
 
 
 def test_missing_processor_file_is_refused(bundle):
@@ -139,3 +145,14 @@ def test_transducer_without_decoder_is_refused_by_type():
         genai_v1.translate(genai)
     assert info.value.path == "$.model.type"
     assert 'model.encoder of model.type "nemotron_speech" is not supported' in info.value.message
+
+
+def test_speech_section_names_the_processor_file(bundle):
+    (bundle / "audio_processor_config.json").rename(bundle / "whisper_processor.json")
+    _edit(bundle / "genai_config.json",
+          lambda d: d["model"].update(speech={"config_filename": "whisper_processor.json"}))
+    assert _translate(bundle)["preprocessing"]["audio"]["log_mel"]["n_mels"] == 80
+    _edit(bundle / "genai_config.json", lambda d: d["model"].update(speech={"config_filename": "other.json"}))
+    _refused(bundle, "genai_config.json", "$.model.speech.config_filename", "other.json is missing")
+    _edit(bundle / "genai_config.json", lambda d: d["model"].update(speech={"filename": "speech.onnx"}))
+    _refused(bundle, "genai_config.json", "$.model.speech.filename", 'model.speech "filename" is not supported')
