@@ -11,8 +11,9 @@ what the encoder brings, as onnxruntime-genai runs it (src/models/whisper.cpp):
   audio_processor_config.json: onnxruntime-extensions' AudioDecoder -> STFTNorm ->
   LogMelSpectrum) as ``preprocessing.audio.log_mel``;
 - the decoder prompt onnxruntime-genai's Whisper examples pass (``<|startoftranscript|>``,
-  ``<|en|>`` where the vocabulary has it, ``<|transcribe|>``, ``<|notimestamps|>``) as
-  ``tokens.decoder_prefix``, read from the bundle's tokenizer.json.
+  ``<|en|>``, ``<|transcribe|>``, ``<|notimestamps|>``; an English-only model's is
+  ``<|startoftranscript|><|notimestamps|>``) as ``tokens.decoder_prefix``, ids from the bundle's
+  tokenizer.json.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from .parse import describe
 SPEECH_FILE = "audio_processor_config.json"   # onnxruntime-genai's default model.speech.config_filename
 TOKENIZER_FILE = "tokenizer.json"
 PROMPT = ("<|startoftranscript|>", "<|en|>", "<|transcribe|>", "<|notimestamps|>")
+ENGLISH_ONLY_PROMPT = ("<|startoftranscript|>", "<|notimestamps|>")
+ENGLISH_ONLY_VOCAB = 51864   # Whisper's own rule: the ".en" models have 51864 ids, the others more
 _REQUIRED_PROMPT = ("<|startoftranscript|>",)
 # onnxruntime-extensions speech operations and the attributes we map (others are refused)
 _OPERATIONS = {
@@ -153,8 +156,9 @@ def log_mel(processor: Any, file: str) -> tuple[int, dict[str, int], float]:
     return rate, mel, float(chunk)
 
 
-def prompt_ids(bundle_dir: str, file: str) -> list[int]:
-    """ids of Whisper's transcription prompt in the bundle's tokenizer.json (added tokens)."""
+def prompt_ids(bundle_dir: str, file: str, vocab_size: Any = None) -> list[int]:
+    """ids of Whisper's transcription prompt in the bundle's tokenizer.json (added tokens): no
+    language or task tokens for an English-only model."""
     path = os.path.join(bundle_dir, TOKENIZER_FILE)
     if not os.path.isfile(path):
         raise ConfigError(f"model.encoder (whisper) needs {TOKENIZER_FILE} in the bundle for its decoder "
@@ -165,7 +169,8 @@ def prompt_ids(bundle_dir: str, file: str) -> list[int]:
     if missing:
         raise ConfigError(f"{TOKENIZER_FILE} has no {missing[0]} token (Whisper's decoder prompt starts "
                           f"with it)", file=path, path="$.added_tokens")
-    return [ids[t] for t in PROMPT if t in ids]
+    prompt = ENGLISH_ONLY_PROMPT if vocab_size == ENGLISH_ONLY_VOCAB else PROMPT
+    return [ids[t] for t in prompt if t in ids]
 
 
 def check_type(model: dict[str, Any], file: str) -> None:
@@ -228,7 +233,7 @@ def add_encoder(genai: dict[str, Any], document: dict[str, Any], file: str) -> d
     pipe["dataflow"] = [{"from": f"inputs.{features}", "to": f"encoder.{features}"}, *pipe["dataflow"], *wires]
     tokens = document["tokens"]
     tokens.pop("bos", None)   # Whisper's bos is <|endoftext|>; the decoder starts from the prompt
-    tokens["decoder_prefix"] = prompt_ids(bundle_dir, file)
+    tokens["decoder_prefix"] = prompt_ids(bundle_dir, file, model.get("vocab_size"))
     document["preprocessing"] = {
         "text": {"tokenizer": TOKENIZER_FILE},
         "audio": {"sample_rate": rate, "input": features, "window_seconds": window, "log_mel": mel},

@@ -156,3 +156,8 @@ def test_speech_section_names_the_processor_file(bundle):
     _refused(bundle, "genai_config.json", "$.model.speech.config_filename", "other.json is missing")
     _edit(bundle / "genai_config.json", lambda d: d["model"].update(speech={"filename": "speech.onnx"}))
     _refused(bundle, "genai_config.json", "$.model.speech.filename", 'model.speech "filename" is not supported')
+
+
+def test_english_only_vocabulary_gets_no_language_or_task_tokens(bundle):
+    _edit(bundle / "genai_config.json", lambda d: d["model"].update(vocab_size=51864))
+    assert _translate(bundle)["tokens"]["decoder_prefix"] == [508, 511]
