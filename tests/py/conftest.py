@@ -95,6 +95,12 @@ def genai_qwen2() -> Path:
 
 
 @pytest.fixture(scope="session")
+def genai_whisper() -> Path:
+    """onnxruntime-genai builder, Whisper (model.encoder + model.decoder), with audio.wav."""
+    return tiny_models.ensure("genai_whisper")
+
+
+@pytest.fixture(scope="session")
 def genai_qwen3() -> Path:
     """onnxruntime-genai builder, qwen3 (q/k norm, tied embeddings), past_present_share_buffer true."""
     return tiny_models.ensure("genai_qwen3")

@@ -1,7 +1,10 @@
 """onnxruntime-genai bundles (genai_config.json, "v1") translated to pipeline.json v2.
 
-Only decoder-only models are translated (a single ``model.decoder`` section). The output is a
-plain v2 document, so everything after this point treats both kinds of bundle alike.
+This module translates the decoder (``model.decoder``, the search and token settings); each other
+section has its own module: genai_layout.py (the combined past, the engine section),
+genai_pipeline.py (decoder-pipeline stages), genai_multimodal.py (vision + embedding),
+genai_encoder.py (Whisper's encoder and audio processor). The output is a plain v2 document, so
+everything after this point treats both kinds of bundle alike.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from . import genai_layout, genai_multimodal, genai_pipeline
+from .genai_encoder import add_encoder, check_type
 from .parse import describe
 
 FILE = "genai_config.json"
@@ -17,7 +21,6 @@ FILE = "genai_config.json"
 _SAMPLING_KEYS = ("do_sample", "temperature", "top_k", "top_p", "repetition_penalty",
                   "num_beams", "no_repeat_ngram_size", "random_seed", "length_penalty",
                   "early_stopping", "num_return_sequences")
-_UNSUPPORTED_SECTIONS = ("encoder",)
 _SLIDING_KEYS = ("window_size", "layers", "cache_slack", "slide_key_value_cache", "slide_inputs",
                  "alignment", "pad_value")
 
@@ -78,15 +81,13 @@ def translate(genai: dict[str, Any], file: str = FILE) -> dict[str, Any]:
     """A v2 pipeline document equivalent to onnxruntime-genai's ``genai_config.json``."""
     genai = _object(genai, file, "$")
     model = genai.get("model")
+    if isinstance(model, dict):
+        check_type(model, file)
     if not isinstance(model, dict) or not isinstance(model.get("decoder"), dict):
         raise ConfigError('expected a "model.decoder" section (a decoder-only model)', file=file,
                           path="$.model.decoder")
-    genai_multimodal.check(model, file)
-    present = [s for s in _UNSUPPORTED_SECTIONS if s in model]
-    if present:
-        raise ConfigError(f'model.{present[0]} sections are not translated yet; write a '
-                          f"pipeline.json v2 for this bundle instead", file=file,
-                          path=f"$.model.{present[0]}")
+    if "encoder" not in model:   # with an encoder (Whisper), model.speech only names its audio processor file
+        genai_multimodal.check(model, file)
     decoder = model["decoder"]
     staged = model.get("type") == genai_pipeline.PIPELINE_TYPE   # stages instead of one file
     if "filename" not in decoder and not staged:
@@ -173,6 +174,8 @@ def translate(genai: dict[str, Any], file: str = FILE) -> dict[str, Any]:
         "metadata": {"model_type": model.get("type"), "source": "genai_config.json (v1)",
                      "vocab_size": model.get("vocab_size")},
     }
+    if "encoder" in model:
+        return add_encoder(genai, doc, file)
     if not staged:
         return genai_multimodal.translate(model, doc, file)
     extra = [s for s in genai_multimodal.SECTIONS if s in model]

@@ -504,6 +504,18 @@ class PhonemesPreprocessing:
 
 
 @dataclass(frozen=True)
+class LogMelFeatures:
+    """Whisper-style log-mel features the runtime computes from the waveform (ops/log_mel.py)."""
+
+    n_fft: int = spec(400, "FFT size and window length (periodic Hann)", range=Range(2, 2 ** 16, "samples"))
+    hop_length: int = spec(160, "samples between frames", range=Range(1, 2 ** 16, "samples"))
+    n_mels: int = spec(80, "mel bands (Slaney scale and normalisation, 0 Hz to half the sample rate)",
+                       range=Range(1, 1024, "bands"))
+    frames: int = spec(3000, "frames the model takes: shorter audio is padded with the floor value",
+                       range=Range(1, 2 ** 20, "frames"))
+
+
+@dataclass(frozen=True)
 class AudioPreprocessing:
     """A waveform pipeline input: the caller's samples are resampled to ``sample_rate`` and
     given in windows of at most ``window_seconds`` (pipeline/transcription.py)."""
@@ -513,6 +525,8 @@ class AudioPreprocessing:
                       required=True)
     window_seconds: float = spec(30.0, "longest audio one pass takes; longer audio is cut into "
                                        "windows at quiet points", range=Range(0, 3600, "seconds", open_low=True))
+    log_mel: LogMelFeatures | None = spec(None, "the input takes log-mel features made from the "
+                                                "waveform (absent: the waveform itself)")
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,8 @@
 The data path, top to bottom: samples at any rate -> the resampling graph (ops/resample.py,
 which also gives the energy of every 10 ms) -> windows of at most ``window_seconds``, each
 cut at the quietest point near its end so no word is split -> per window: a fresh state, the
-token loop from the bundle's ``tokens.decoder_prefix`` with the window as the audio input ->
+token loop from the bundle's ``tokens.decoder_prefix`` with the window as the audio input (or,
+with ``preprocessing.audio.log_mel``, the window's log-mel features from ops/log_mel.py) ->
 ids -> text (special tokens skipped). Nothing here knows which model it runs.
 """
 
@@ -15,6 +16,7 @@ from array import array
 
 from ..audio.rates import check_sample_rate
 from ..errors import ConfigError, InputError
+from ..ops.log_mel import log_mel_graph
 from ..ops.resample import resample_graph
 from .transcription_result import TranscriptionResult, WindowText
 
@@ -114,6 +116,23 @@ class Transcription:
         b.dispose_many([x, out["y"], out["energy"]])
         return resampled, energy, frame
 
+    def audio_input(self, piece: array) -> tuple[array, tuple[int, ...]]:
+        """What the pipeline's audio input takes for one window: the samples, or their log-mel
+        features (made in the engine, read back once as the caller's input)."""
+        audio = self.loaded.spec.preprocessing.audio
+        mel = audio.log_mel
+        if mel is None:
+            return (piece, (1, len(piece)))
+        b = self.loaded.backend
+        provider = next(iter(self.loaded.sessions.values())).provider
+        graph = b.open_graph(log_mel_graph(audio.sample_rate, mel.n_fft, mel.hop_length, mel.n_mels,
+                                           mel.frames), provider)
+        x = b.tensor(piece, "float32", (1, len(piece)))
+        features = b.run(graph, {"waveform": x}, ["features"])["features"]
+        host = b.to_float32(features), (1, mel.n_mels, mel.frames)
+        b.dispose_many([x, features])
+        return host
+
     def transcribe(self, samples, sample_rate: int, on_text=None, cancel=None, max_new_tokens=None,
                    **search) -> TranscriptionResult:
         """Text of mono ``samples`` (floats in [-1, 1]) at ``sample_rate`` Hz.
@@ -141,9 +160,8 @@ class Transcription:
         finish = "done"
         for index, (lo, hi) in enumerate(spans):
             began = time.perf_counter()
-            piece = resampled[lo:hi]
             result = self.generation.generate(
-                max_new_tokens=max_new_tokens, inputs={audio.input: (piece, (1, len(piece)))},
+                max_new_tokens=max_new_tokens, inputs={audio.input: self.audio_input(resampled[lo:hi])},
                 cancel=cancel, **search)
             ids = list(result.tokens)
             if result.finish_reason == "stop" and ids and ids[-1] in stops:

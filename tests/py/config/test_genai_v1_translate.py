@@ -182,19 +182,6 @@ def test_sliding_window_we_cannot_run_is_rejected(window, path, text):
     assert text in info.value.message
 
 
-@pytest.mark.parametrize("section", ["encoder"])   # multimodal sections: test_genai_multimodal.py
-def test_unsupported_sections_give_a_clear_error(section):
-    g = genai()
-    g["model"][section] = {"filename": f"{section}.onnx"}
-    with pytest.raises(ConfigError) as info:
-        genai_v1.translate(g)
-    exc = info.value
-    assert exc.path == f"$.model.{section}"
-    assert exc.file == "genai_config.json"
-    assert f"model.{section} sections are not translated yet" in exc.message
-    assert "write a pipeline.json v2 for this bundle instead" in exc.message
-
-
 def test_missing_decoder_section():
     with pytest.raises(ConfigError) as info:
         genai_v1.translate({"model": {"type": "llama"}})
