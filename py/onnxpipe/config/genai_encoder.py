@@ -23,8 +23,8 @@ import os
 from typing import Any
 
 from ..errors import ConfigError
-from ..ops.log_mel import hann_periodic
 from .parse import describe
+from .windows import hann_periodic
 
 SPEECH_FILE = "audio_processor_config.json"   # onnxruntime-genai's default model.speech.config_filename
 TOKENIZER_FILE = "tokenizer.json"

@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
+from ..config.windows import hann_periodic
 from .proto import Graph
 
 __all__ = ["hann_periodic", "log_mel_graph", "mel_filters"]
@@ -54,10 +55,6 @@ def mel_filters(sample_rate: int, n_fft: int, n_mels: int) -> list[list[float]]:
         norm = 2.0 / (hi - lo)
         rows.append([norm * max(0.0, min((f - lo) / (mid - lo), (hi - f) / (hi - mid))) for f in fft_hz])
     return rows
-
-
-def hann_periodic(length: int) -> list[float]:
-    return [0.5 - 0.5 * math.cos(2 * math.pi * i / length) for i in range(length)]
 
 
 @lru_cache(maxsize=4)
