@@ -29,8 +29,36 @@ def _max_length(genai: dict[str, Any]) -> str:
     return "$.search.max_length" if "max_length" in (genai.get("search") or {}) else "$.model.context_length"
 
 
+def _stage_paths(genai: dict[str, Any]) -> dict[str, str]:
+    """decoder-pipeline stage name -> its JSON path (the stage names are the session names)."""
+    stages = ((genai.get("model") or {}).get("decoder") or {}).get("pipeline")
+    groups = ([("", stages)] if isinstance(stages, dict) else
+              [(f"[{i}]", g) for i, g in enumerate(stages)] if isinstance(stages, list) else [])
+    return {name: f"{_DECODER}.pipeline{index}.{name}"
+            for index, group in groups if isinstance(group, dict) for name in group}
+
+
+def _stage_source(path: str, genai: dict[str, Any]) -> str | None:
+    """$.pipeline.sessions.<stage>[.file|.session_options...] -> the stage's own key."""
+    for name, where in _stage_paths(genai).items():
+        prefix = f"$.pipeline.sessions.{name}"
+        if _under(path, prefix):
+            rest = path[len(prefix):]
+            return where + (".filename" if rest == ".file" else
+                            rest if rest.startswith(".session_options") else "")
+    return None
+
+
 # v2 path prefix -> (genai path or a function of the genai document, keep what follows the prefix)
 RULES: dict[str, tuple[str | Callable[[dict], str], bool]] = {
+    "$.pipeline.sessions.vision.file": ("$.model.vision.filename", False),
+    "$.pipeline.sessions.vision": ("$.model.vision", False),
+    "$.pipeline.sessions.embedding.file": ("$.model.embedding.filename", False),
+    "$.pipeline.sessions.embedding": ("$.model.embedding", False),
+    "$.pipeline.sessions.encoder.file": ("$.model.encoder.filename", False),
+    "$.pipeline.sessions.encoder": ("$.model.encoder", False),
+    "$.preprocessing.image": ("$.model.vision.config_filename", False),
+    "$.preprocessing.audio": ("$.model.speech.config_filename", False),
     "$.pipeline.sessions.decoder.file": (f"{_DECODER}.filename", False),
     "$.pipeline.sessions.decoder.execution_provider": (f"{_DECODER}.session_options.provider_options", False),
     "$.pipeline.sessions.decoder.session_options": (f"{_DECODER}.session_options", True),
@@ -71,6 +99,9 @@ def source_path(path: str, genai: dict[str, Any]) -> str | None:
     """The genai_config.json path a translated document's ``path`` came from (None: not one)."""
     if not any(_under(path, root) for root in _V2_ROOTS):
         return None
+    stage = _stage_source(path, genai)
+    if stage is not None:
+        return stage
     for prefix in sorted((p for p in RULES if _under(path, p)), key=len, reverse=True):
         target, keep = RULES[prefix]
         where = target(genai) if callable(target) else target

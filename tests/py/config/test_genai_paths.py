@@ -88,3 +88,34 @@ def test_a_token_id_refused_when_fed_names_the_genai_key(tmp_path):
 def test_source_paths(path, search, want):
     assert source_path(path, {"model": {"type": "qwen2"}, "search": search}) == want
     assert source_path("$.pipeline.state.kv_cache", {"model": {"type": "gpt2"}}) == "$.model.decoder.inputs.past_names"
+
+
+@pytest.mark.parametrize("path, want", [
+    ("$.pipeline.sessions.vision.file", "$.model.vision.filename"),
+    ("$.pipeline.sessions.embedding", "$.model.embedding"),
+    ("$.pipeline.sessions.encoder.file", "$.model.encoder.filename"),
+    ("$.preprocessing.audio.log_mel.n_fft", "$.model.speech.config_filename"),
+    ("$.pipeline.sessions.layer_1.file", "$.model.decoder.pipeline[1].layer_1.filename"),
+    ("$.pipeline.sessions.layer_1.session_options.log_severity_level",
+     "$.model.decoder.pipeline[1].layer_1.session_options.log_severity_level"),
+    ("$.pipeline.sessions.lm_head", "$.model.decoder.pipeline[2].lm_head"),
+])
+def test_source_paths_of_other_sections(path, want):
+    genai = {"model": {"type": "decoder-pipeline", "decoder": {"pipeline": [
+        {"embeddings": {"filename": "e.onnx"}}, {"layer_1": {"filename": "l.onnx"}},
+        {"lm_head": {"filename": "h.onnx"}}]}}}
+    assert source_path(path, genai) == want
+
+
+def test_a_missing_stage_file_is_told_at_the_stage(tmp_path):
+    import shutil
+    from onnxpipe.config.genai_pipeline import _stages
+    bundle = tmp_path / "b"
+    shutil.copytree(tiny_models.ensure("genai_pipeline"), bundle)
+    config = json.loads((bundle / "genai_config.json").read_text())
+    name, where, stage = _stages(config["model"]["decoder"]["pipeline"], "genai_config.json")[1]
+    (bundle / stage["filename"]).unlink()
+    with pytest.raises(ConfigError) as info:
+        onnxpipe.load(bundle)
+    assert info.value.file.endswith("genai_config.json")
+    assert info.value.path == f"{where}.filename"
