@@ -1,0 +1,93 @@
+"""Hybrid decoders in onnxruntime-genai bundles: convolution and linear-attention state.
+
+The model builder writes LFM2 (short-convolution layers between attention layers) with
+``decoder.layer_types``, ``decoder.conv_cache_size`` and per-layer ``past_conv_names`` /
+``present_conv_names``, and Qwen3.5 (Gated DeltaNet layers) with conv names and
+``past_recurrent_names`` / ``present_recurrent_names``. Each pair becomes one
+``pipeline.state.recurrent`` entry with a ``{layer}`` pattern: one state per layer the graph has
+(shape and dtype read from it), the KV cache keeping only the attention layers'. The states
+after the last CHECKPOINTS runs are kept, so a chat that cuts back to one of them continues.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import ConfigError
+from .parse import describe
+
+CHECKPOINTS = 4
+# genai_config.json input / output keys of a hybrid decoder's state pairs
+_PAIRS = (("past_conv_names", "present_conv_names", "conv"),
+          ("past_recurrent_names", "present_recurrent_names", "recurrent"))
+# layer_types whose layers carry a convolution window (the builder's names)
+_CONV_TYPES = ("conv", "linear_attention")
+_ATTENTION_TYPES = ("full_attention", "sliding_attention", "attention")
+
+
+def _pattern(name: Any, file: str, path: str) -> str:
+    if not isinstance(name, str) or "%d" not in name:
+        raise ConfigError(f'expected a tensor name pattern (a string with "%d" for the layer), '
+                          f"found {describe(name)}", file=file, path=path)
+    return name.replace("%d", "{layer}")
+
+
+def _layer_types(decoder: dict, file: str) -> list[str] | None:
+    path = "$.model.decoder.layer_types"
+    types = decoder.get("layer_types")
+    if types is None:
+        return None
+    if not isinstance(types, list) or not all(isinstance(t, str) for t in types):
+        raise ConfigError(f"expected a list of layer type names, found {describe(types)}", file=file,
+                          path=path)
+    for i, kind in enumerate(types):
+        if kind not in _CONV_TYPES + _ATTENTION_TYPES:
+            raise ConfigError(f'layer type "{kind}" is not one onnxpipe runs; known: '
+                              f'{", ".join(_CONV_TYPES + _ATTENTION_TYPES)}', file=file,
+                              path=f"{path}[{i}]")
+    layers = decoder.get("num_hidden_layers")
+    if isinstance(layers, int) and not isinstance(layers, bool) and layers != len(types):
+        raise ConfigError(f"{len(types)} layer types for num_hidden_layers {layers}", file=file, path=path)
+    return types
+
+
+def recurrent_state(decoder: dict[str, Any], inputs: dict, outputs: dict, file: str) -> list[dict]:
+    """The decoder's conv / recurrent state pairs as pipeline.state.recurrent entries ([] for a
+    decoder without them)."""
+    types = _layer_types(decoder, file)
+    size = decoder.get("conv_cache_size")
+    if size is not None and (not isinstance(size, int) or isinstance(size, bool) or size < 1):
+        raise ConfigError(f"expected a positive integer (the convolution window), found {describe(size)}",
+                          file=file, path="$.model.decoder.conv_cache_size")
+    entries = []
+    for past_key, present_key, kind in _PAIRS:
+        if (past_key in inputs) != (present_key in outputs):
+            have, lack = ((f"inputs.{past_key}", f"outputs.{present_key}") if past_key in inputs
+                          else (f"outputs.{present_key}", f"inputs.{past_key}"))
+            raise ConfigError(f"{have} is set but {lack} is missing: a {kind} state is fed back "
+                              "from its present output to its past input", file=file,
+                              path=f"$.model.decoder.{lack}")
+        if past_key not in inputs:
+            continue
+        entry: dict[str, Any] = {
+            "input": _pattern(inputs[past_key], file, f"$.model.decoder.inputs.{past_key}"),
+            "output": _pattern(outputs[present_key], file, f"$.model.decoder.outputs.{present_key}"),
+            "checkpoints": CHECKPOINTS,
+        }
+        if kind == "conv" and types is not None:
+            entry["layers"] = [i for i, t in enumerate(types) if t in _CONV_TYPES]
+        if kind == "conv" and _conv_shape(decoder):
+            entry["shape"] = _conv_shape(decoder)   # conv_cache_size checked against the graph
+        entries.append(entry)
+    if size is not None and "past_conv_names" not in inputs:
+        raise ConfigError("conv_cache_size is set but inputs.past_conv_names is missing: no "
+                          "convolution state to size", file=file, path="$.model.decoder.conv_cache_size")
+    return entries
+
+
+def _conv_shape(decoder: dict[str, Any]) -> list[int] | None:
+    """[1, hidden_size, conv_cache_size] where both are given (LFM2: checked against the graph)."""
+    hidden, size = decoder.get("hidden_size"), decoder.get("conv_cache_size")
+    if isinstance(hidden, int) and not isinstance(hidden, bool) and hidden > 0 and isinstance(size, int):
+        return [1, hidden, size]
+    return None
