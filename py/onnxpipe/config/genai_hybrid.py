@@ -17,9 +17,12 @@ from ..errors import ConfigError
 from .parse import describe
 
 CHECKPOINTS = 4
-# genai_config.json input / output keys of a hybrid decoder's state pairs
-_PAIRS = (("past_conv_names", "present_conv_names", "conv"),
-          ("past_recurrent_names", "present_recurrent_names", "recurrent"))
+# genai_config.json input / output keys of a hybrid decoder's state pairs, with onnxruntime-genai's
+# defaults for a key left out
+_PAIRS = (("past_conv_names", "present_conv_names", "conv",
+           "past_key_values.%d.conv_state", "present.%d.conv_state"),
+          ("past_recurrent_names", "present_recurrent_names", "recurrent",
+           "past_key_values.%d.recurrent_state", "present.%d.recurrent_state"))
 # layer_types whose layers carry a convolution window (the builder's names)
 _CONV_TYPES = ("conv", "linear_attention")
 _ATTENTION_TYPES = ("full_attention", "sliding_attention", "attention")
@@ -53,35 +56,42 @@ def _layer_types(decoder: dict, file: str) -> list[str] | None:
 
 def recurrent_state(decoder: dict[str, Any], inputs: dict, outputs: dict, file: str) -> list[dict]:
     """The decoder's conv / recurrent state pairs as pipeline.state.recurrent entries ([] for a
-    decoder without them)."""
+    decoder without them). A pair is there when one of its names is given, or (with
+    onnxruntime-genai's default names) when conv_cache_size / layer_types say so: a conv state
+    for conv_cache_size or a conv / linear_attention layer, a recurrent state for a
+    linear_attention layer. layer_types is read only then: other decoders (Gemma's sliding /
+    full attention) keep what genai_v1 makes of them."""
+    raw = decoder.get("layer_types")
+    kinds = set(raw) if isinstance(raw, list) and all(isinstance(t, str) for t in raw) else set()
+    wanted = {
+        "conv": decoder.get("conv_cache_size") is not None or bool(kinds & set(_CONV_TYPES)),
+        "recurrent": "linear_attention" in kinds,
+    }
+    for past_key, present_key, kind, _, _ in _PAIRS:
+        wanted[kind] = wanted[kind] or past_key in inputs or present_key in outputs
+    if not any(wanted.values()):
+        return []
     types = _layer_types(decoder, file)
     size = decoder.get("conv_cache_size")
     if size is not None and (not isinstance(size, int) or isinstance(size, bool) or size < 1):
         raise ConfigError(f"expected a positive integer (the convolution window), found {describe(size)}",
                           file=file, path="$.model.decoder.conv_cache_size")
     entries = []
-    for past_key, present_key, kind in _PAIRS:
-        if (past_key in inputs) != (present_key in outputs):
-            have, lack = ((f"inputs.{past_key}", f"outputs.{present_key}") if past_key in inputs
-                          else (f"outputs.{present_key}", f"inputs.{past_key}"))
-            raise ConfigError(f"{have} is set but {lack} is missing: a {kind} state is fed back "
-                              "from its present output to its past input", file=file,
-                              path=f"$.model.decoder.{lack}")
-        if past_key not in inputs:
+    for past_key, present_key, kind, past_default, present_default in _PAIRS:
+        if not wanted[kind]:
             continue
         entry: dict[str, Any] = {
-            "input": _pattern(inputs[past_key], file, f"$.model.decoder.inputs.{past_key}"),
-            "output": _pattern(outputs[present_key], file, f"$.model.decoder.outputs.{present_key}"),
+            "input": _pattern(inputs.get(past_key, past_default), file, f"$.model.decoder.inputs.{past_key}"),
+            "output": _pattern(outputs.get(present_key, present_default), file,
+                               f"$.model.decoder.outputs.{present_key}"),
             "checkpoints": CHECKPOINTS,
         }
-        if kind == "conv" and types is not None:
-            entry["layers"] = [i for i, t in enumerate(types) if t in _CONV_TYPES]
+        if types is not None:
+            kept = _CONV_TYPES if kind == "conv" else ("linear_attention",)
+            entry["layers"] = [i for i, t in enumerate(types) if t in kept]
         if kind == "conv" and _conv_shape(decoder):
             entry["shape"] = _conv_shape(decoder)   # conv_cache_size checked against the graph
         entries.append(entry)
-    if size is not None and "past_conv_names" not in inputs:
-        raise ConfigError("conv_cache_size is set but inputs.past_conv_names is missing: no "
-                          "convolution state to size", file=file, path="$.model.decoder.conv_cache_size")
     return entries
 
 

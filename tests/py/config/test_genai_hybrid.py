@@ -59,8 +59,7 @@ def _without(key):
      'layer type "mamba" is not one onnxpipe runs'),
     (lfm2(layer_types=["conv", "full_attention"]), "$.model.decoder.layer_types",
      "2 layer types for num_hidden_layers 4"),
-    (_without("present_conv_names"), "$.model.decoder.outputs.present_conv_names",
-     "inputs.past_conv_names is set but outputs.present_conv_names is missing"),
+    (lfm2(conv_cache_size="2"), "$.model.decoder.conv_cache_size", 'found string "2"'),
 ])
 def test_refusals_name_the_genai_key(g, path, message):
     with pytest.raises(ConfigError) as err:
@@ -131,3 +130,20 @@ def test_an_undeclared_conv_state_is_advised_into_state_recurrent(genai_lfm2, tm
     assert ('input "past.0.conv" of session "decoder" is fed by nothing; with its output "present.0.conv" '
             'it is a state carried step to step') in str(err.value)
     assert "input_ids" not in str(err.value)
+
+
+def test_left_out_names_are_onnxruntime_genais_defaults():
+    g = _without("present_conv_names")
+    del g["model"]["decoder"]["inputs"]["past_conv_names"]
+    g["model"]["decoder"]["layer_types"][0] = "linear_attention"
+    recurrent = genai_v1.translate(g)["pipeline"]["state"]["recurrent"]
+    assert [(e["input"], e["output"], e["layers"]) for e in recurrent] == [
+        ("past_key_values.{layer}.conv_state", "present.{layer}.conv_state", [0, 2]),
+        ("past_key_values.{layer}.recurrent_state", "present.{layer}.recurrent_state", [0])]
+
+
+def test_layer_types_without_a_conv_state_are_left_alone():
+    g = lfm2(layer_types=["sliding_attention", "chunked_attention", "full_attention", "full_attention"],
+             conv_cache_size=None)
+    del g["model"]["decoder"]["inputs"]["past_conv_names"], g["model"]["decoder"]["outputs"]["present_conv_names"]
+    assert "recurrent" not in genai_v1.translate(g)["pipeline"]["state"]
