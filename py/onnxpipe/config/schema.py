@@ -225,7 +225,8 @@ class RecurrentSpec:
                        required=True)
     shape: tuple[int, ...] = spec((), "initial state shape; [] (or absent): the session input's, "
                                       "its batch axis the step's batch", range=SHAPE)
-    dtype: str = spec("float32", "element type", choices=DTYPES)
+    dtype: str | None = spec(None, "element type; absent: the session input's (checked when given)",
+                             choices=DTYPES)
     layers: tuple[int, ...] = spec((), 'with "{layer}": the layers that must have this state '
                                         "(checked against the session); [] (or absent): those it has",
                                     range=Range(0, 4095, "a layer index"))

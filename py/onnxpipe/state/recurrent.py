@@ -3,7 +3,8 @@ linear-attention state): output of one step is input of the next.
 
 An entry names one input/output pair, or with ``{layer}`` in both names one pair per layer the
 session has (LFM2's ``past.{layer}.conv`` exist only for its convolution layers). The first
-step gets zeros of the declared shape and dtype, or of the session input's own shape with its
+step gets zeros of the declared shape and dtype (absent: the session input's dtype), or of the
+session input's own shape with its
 batch axis the step's batch when no shape is declared (or a declared 1 on an open first
 axis); a declared shape and the dtype are
 checked against the session's input at load, so a wrong declaration fails there, not
@@ -84,12 +85,13 @@ class Recurrent(StateComponent):
         self.inputs = {session.name: {i for i, _ in self.pairs}}
         self.outputs = {session.name: {o for _, o in self.pairs}}
         self.shapes = {i: _shape(session, i, spec, file, path) for i, _ in self.pairs}
+        self.dtypes = {i: spec.dtype or session.inputs[i].dtype for i, _ in self.pairs}
         self.values: dict[str, object] | None = None
         self.length = 0
         self.kept: list[tuple[int, dict[str, object]]] = []   # (length, values) of earlier runs
 
     def _initial(self, batch: int) -> dict[str, object]:
-        return {i: self.backend.full(self.spec.dtype, tuple(batch if d is None else d for d in shape), 0)
+        return {i: self.backend.full(self.dtypes[i], tuple(batch if d is None else d for d in shape), 0)
                 for i, shape in self.shapes.items()}
 
     def bind(self, session, feeds, bound, ctx):
@@ -155,7 +157,7 @@ def _shape(session, name: str, spec: RecurrentSpec, file, path: str) -> tuple:
     session), else the session's, None on the batch axis (the step's batch)."""
     info = session.inputs[name]
     where = f'session "{session.name}" input "{name}"'
-    if info.dtype != spec.dtype:
+    if spec.dtype is not None and info.dtype != spec.dtype:
         raise ConfigError(f'dtype "{spec.dtype}" does not match {where}, which is {info.dtype}',
                           file=file, path=f"{path}.dtype")
     have = "[" + ", ".join(str(d) if isinstance(d, int) else "?" for d in info.shape or ()) + "]"

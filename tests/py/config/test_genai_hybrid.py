@@ -1,5 +1,6 @@
 """Hybrid decoders in onnxruntime-genai bundles (LFM2: conv + attention layers; Qwen3.5: Gated
-DeltaNet conv + recurrent state + attention): translation, chat continuation, refusals."""
+DeltaNet conv + recurrent state + attention) and transformers.js folders (LFM2): translation,
+chat continuation, refusals."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 
 import onnxpipe
 from onnxpipe.config import genai_v1
+from onnxpipe.config import transformers_js as tjs
 from onnxpipe.errors import ConfigError, InputError
 from tests.agreement import FP32_KERNELS, LogitsProbe, assert_greedy_agrees, margins
 from tests.fixtures import tiny_models
@@ -70,7 +72,7 @@ def test_refusals_name_the_genai_key(g, path, message):
 # ---- the builder's bundles ----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["genai_lfm2", "genai_qwen35"])
+@pytest.mark.parametrize("name", ["genai_lfm2", "genai_qwen35", "tjs_lfm2"])
 def test_a_chat_continues_the_state_as_a_fresh_prefill_would(name):
     bundle = tiny_models.ensure(name)
     prompt = tiny_models.load_expected(bundle)["input_ids"]
@@ -147,3 +149,17 @@ def test_layer_types_without_a_conv_state_are_left_alone():
              conv_cache_size=None)
     del g["model"]["decoder"]["inputs"]["past_conv_names"], g["model"]["decoder"]["outputs"]["present_conv_names"]
     assert "recurrent" not in genai_v1.translate(g)["pipeline"]["state"]
+
+
+# ---- transformers.js folders ----------------------------------------------------------------
+
+
+def test_a_tjs_folder_declares_its_conv_layers(tmp_path):
+    doc = tjs.translate(str(tiny_models.ensure("tjs_lfm2")))
+    assert doc["pipeline"]["state"]["recurrent"] == [
+        {"input": "past_conv.{layer}", "output": "present_conv.{layer}", "layers": [0, 2], "checkpoints": 4}]
+    # Qwen3.5 style: layer_types under text_config, a conv and a recurrent state per linear layer
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "qwen3_5", "text_config": {
+        "layer_types": ["linear_attention", "full_attention"] * 2}}))
+    assert [(e["input"], e["layers"]) for e in tjs._hybrid_state(json.loads((tmp_path / "config.json").read_text()))] \
+        == [("past_conv.{layer}", [0, 2]), ("past_recurrent.{layer}", [0, 2])]
