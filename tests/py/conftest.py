@@ -107,6 +107,19 @@ def genai_qwen3() -> Path:
 
 
 @pytest.fixture(scope="session")
+def genai_lfm2() -> Path:
+    """onnxruntime-genai builder, LFM2: conv layers 0 and 2 (past.%d.conv), attention layers 1 and 3."""
+    return tiny_models.ensure("genai_lfm2")
+
+
+@pytest.fixture(scope="session")
+def genai_qwen35() -> Path:
+    """onnxruntime-genai builder, Qwen3.5 text: Gated DeltaNet layers 0 and 2 (past.%d.conv and
+    past.%d.recurrent), gated attention layers 1 and 3, interleaved mRoPE."""
+    return tiny_models.ensure("genai_qwen35")
+
+
+@pytest.fixture(scope="session")
 def torch_llama() -> Path:
     """Legacy torch.onnx.export of a llama with past/present I/O, plus pipeline.json v2."""
     return tiny_models.ensure("torch_llama")

@@ -49,6 +49,23 @@ def _stage_source(path: str, genai: dict[str, Any]) -> str | None:
     return None
 
 
+def _recurrent_source(path: str, genai: dict[str, Any]) -> str | None:
+    """$.pipeline.state.recurrent[i].<key> -> the hybrid decoder's genai key it came from."""
+    import re
+
+    from .genai_hybrid import state_keys
+
+    found = re.match(r"\$\.pipeline\.state\.recurrent\[(\d+)\](?:\.(\w+))?", path)
+    decoder = (genai.get("model") or {}).get("decoder")
+    if not found or not isinstance(decoder, dict):
+        return None
+    keys = state_keys(decoder)
+    index, key = int(found.group(1)), found.group(2) or ""
+    if index >= len(keys):
+        return None
+    return keys[index].get(key, keys[index][""])
+
+
 # v2 path prefix -> (genai path or a function of the genai document, keep what follows the prefix)
 RULES: dict[str, tuple[str | Callable[[dict], str], bool]] = {
     "$.pipeline.sessions.vision.file": ("$.model.vision.filename", False),
@@ -99,9 +116,9 @@ def source_path(path: str, genai: dict[str, Any]) -> str | None:
     """The genai_config.json path a translated document's ``path`` came from (None: not one)."""
     if not any(_under(path, root) for root in _V2_ROOTS):
         return None
-    stage = _stage_source(path, genai)
-    if stage is not None:
-        return stage
+    special = _stage_source(path, genai) or _recurrent_source(path, genai)
+    if special is not None:
+        return special
     for prefix in sorted((p for p in RULES if _under(path, p)), key=len, reverse=True):
         target, keep = RULES[prefix]
         where = target(genai) if callable(target) else target

@@ -14,6 +14,7 @@ from typing import Any
 from ..errors import ConfigError
 from . import genai_layout, genai_multimodal, genai_pipeline
 from .genai_encoder import add_encoder, check_type
+from .genai_hybrid import recurrent_state
 from .parse import describe
 
 FILE = "genai_config.json"
@@ -145,6 +146,9 @@ def translate(genai: dict[str, Any], file: str = FILE) -> dict[str, Any]:
         "position_ids": {"input_name": inputs.get("position_ids", "position_ids")},
         "attention_mask": {"input_name": inputs.get("attention_mask", "attention_mask")},
     }
+    recurrent = recurrent_state(decoder, inputs, outputs, file)   # hybrid conv / linear-attention layers
+    if recurrent:
+        state["recurrent"] = recurrent
     sliding = _sliding_window(decoder.get("sliding_window"), file)
     if sliding:
         kv["sliding_window"] = sliding

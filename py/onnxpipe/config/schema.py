@@ -227,10 +227,20 @@ class CrossCacheSpec:
 
 @dataclass(frozen=True)
 class RecurrentSpec:
-    input: str = spec(None, "state input name", required=True)
-    output: str = spec(None, "state output name fed back next step", required=True)
-    shape: tuple[int, ...] = spec((), "initial state shape", required=True, range=SHAPE)
-    dtype: str = spec("float32", "element type", choices=DTYPES)
+    input: str = spec(None, 'state input name; with "{layer}", one state per layer found in the '
+                            "session's inputs", required=True)
+    output: str = spec(None, 'state output name fed back next step ("{layer}" as in input)',
+                       required=True)
+    shape: tuple[int, ...] = spec((), "initial state shape; [] (or absent): the session input's, "
+                                      "its batch axis the step's batch", range=SHAPE)
+    dtype: str | None = spec(None, "element type; absent: the session input's (checked when given)",
+                             choices=DTYPES)
+    layers: tuple[int, ...] = spec((), 'with "{layer}": the layers that must have this state '
+                                        "(checked against the session); [] (or absent): those it has",
+                                    range=Range(0, 4095, "a layer index"))
+    checkpoints: int = spec(0, "states kept from the last runs, so a chat or draft that cuts back "
+                               "to one of those lengths continues exactly",
+                            range=Range(0, 64, "runs"))
 
 
 @dataclass(frozen=True)

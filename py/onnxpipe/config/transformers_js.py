@@ -163,6 +163,11 @@ def translate(folder: str, dtype: str | None = None) -> dict[str, Any]:
     if isinstance(head_size, int):
         kv["head_size"] = head_size
 
+    state: dict[str, Any] = {"kv_cache": kv}
+    recurrent = _hybrid_state(config)
+    if recurrent:
+        state["recurrent"] = recurrent
+
     sampling = {k: gen[k] for k in _SAMPLING_KEYS if k in gen and gen[k] is not None}
     context = _length(config, "max_position_embeddings", folder, CONFIG_FILE) or 2048
     limit = _length(gen, "max_length", folder, GENERATION_FILE) or context
@@ -194,13 +199,31 @@ def translate(folder: str, dtype: str | None = None) -> dict[str, Any]:
         "pipeline": {
             "sessions": {"decoder": session},
             "flow": [{"run": "decoder", "when": "step"}],
-            "state": {"kv_cache": kv},
+            "state": state,
         },
         "tokens": tokens,
         "generation": generation,
         "preprocessing": {"text": text} if os.path.isfile(os.path.join(folder, "tokenizer.json")) else {},
         "metadata": metadata,
     }
+
+
+def _hybrid_state(config: dict[str, Any]) -> list[dict[str, Any]]:
+    """Conv windows / linear-attention state of a hybrid decoder, per config.json's layer_types
+    (LFM2: ``conv``; Qwen3.5 style: ``linear_attention``, also under text_config), under
+    transformers.js' names ``past_conv.N`` -> ``present_conv.N`` and ``past_recurrent.N`` ->
+    ``present_recurrent.N``; shapes come from the graph (pipeline.state.recurrent)."""
+    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    types = text.get("layer_types") or config.get("layer_types")
+    if not isinstance(types, list):
+        return []
+    entries = []
+    for kind, which in (("conv", ("conv", "linear_attention")), ("recurrent", ("linear_attention",))):
+        layers = [i for i, t in enumerate(types) if t in which]
+        if layers:
+            entries.append({"input": f"past_{kind}.{{layer}}", "output": f"present_{kind}.{{layer}}",
+                            "layers": layers, "checkpoints": 4})
+    return entries
 
 
 def dtype_of(folder: str, files) -> str | None:

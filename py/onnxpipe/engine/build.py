@@ -20,7 +20,7 @@ from ..state.cache_branch import CacheBranch
 from ..state.cross_cache import CrossCache, cross_names, declared_source
 from ..state.kv_cache import KVCache, make_kv_cache
 from ..state.positions import AttentionMask, PositionIds
-from ..state.recurrent import Recurrent
+from ..state.recurrent import Recurrent, owner as recurrent_owner
 from .executor import Executor
 from .plugin import load_plugin, plugin_reads
 from .wiring import plan_flow
@@ -145,11 +145,9 @@ def make_components(spec: PipelineSpec, sessions: dict, backend, file: str) -> l
     if branches:
         components.append(CacheBranch(backend, branches))
     for i, rec in enumerate(state.recurrent):
-        owner = next((s for s in sessions.values() if rec.input in s.inputs), None)
-        if owner is None or rec.output not in owner.outputs:
-            raise ConfigError(f'no session has input "{rec.input}" and output "{rec.output}"',
-                              file=file, path=f"$.pipeline.state.recurrent[{i}]")
-        components.append(Recurrent(backend, owner, rec, file, f"$.pipeline.state.recurrent[{i}]"))
+        where = f"$.pipeline.state.recurrent[{i}]"
+        components.append(Recurrent(backend, recurrent_owner(sessions.values(), rec, file, where),
+                                    rec, file, where))
     return components
 
 

@@ -177,6 +177,13 @@ def plan_flow(spec: PipelineSpec, sessions: dict, components: list, file: str,
                             f'input "{name}" of session "{step.run}" is an output of session "{later}", '
                             f'but "{later}" runs after "{step.run}" in the flow, so it is not there yet. '
                             f'Move "{later}" earlier in pipeline.flow', file=file, path="$.pipeline.flow")
+                    fed_back = name.replace("past", "present")
+                    if fed_back != name and fed_back in session.outputs:   # a state pair, not an input
+                        raise ConfigError(
+                            f'input "{name}" of session "{step.run}" is fed by nothing; with its output '
+                            f'"{fed_back}" it is a state carried step to step: declare it, e.g. '
+                            f'{{"input": "{name}", "output": "{fed_back}"}} in pipeline.state.recurrent',
+                            file=file, path="$.pipeline.state.recurrent")
                     raise ConfigError(
                         f'input "{name}" of session "{step.run}" is fed by nothing: no wire, no state, no '
                         f"earlier session output of that name, and not a pipeline input "

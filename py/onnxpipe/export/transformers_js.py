@@ -5,7 +5,8 @@
 
 The decoder goes through the legacy ``torch.onnx.export(dynamo=False)`` (plain ONNX ops, no
 contrib ops) around a wrapper with flat tensors: inputs ``input_ids``, ``attention_mask``,
-``position_ids``, ``past_key_values.N.key/value``; outputs ``logits``, ``present.N.key/value``.
+``position_ids``, ``past_key_values.N.key/value``; outputs ``logits``, ``present.N.key/value``
+(LFM2: ``past_conv.N`` -> ``present_conv.N`` for its conv layers, KV for the others).
 ``merged=True`` writes ``decoder_model_merged*.onnx`` instead, Optimum's layout: the no-past and
 with-past graphs under one ``If`` on a bool ``use_cache_branch`` input, weights shared.
 Precision variants come from ``onnxpipe.export.precision``. CPython only (torch, onnx).
@@ -59,6 +60,61 @@ def cache_wrapper(model, n_layers: int, with_past: bool = True):
     return FlatCacheDecoder().eval()
 
 
+def conv_layers(cfg) -> list[int]:
+    """LFM2's short-convolution layers (its config's layer_types), [] for other decoders."""
+    return [i for i, t in enumerate(getattr(cfg, "layer_types", None) or []) if t == "conv"]
+
+
+def hybrid_io_names(cfg) -> tuple[list[str], list[str]]:
+    """(inputs, outputs) of an exported LFM2 decoder, in order: ``past_conv.N`` /
+    ``present_conv.N`` (transformers.js names, window conv_L_cache) for the conv layers, KV for
+    the attention layers only."""
+    conv = conv_layers(cfg)
+    attention = [i for i in range(cfg.num_hidden_layers) if i not in conv]
+    past = [f"past_key_values.{i}.{kv}" for i in attention for kv in ("key", "value")]
+    present = [f"present.{i}.{kv}" for i in attention for kv in ("key", "value")]
+    return (["input_ids", "attention_mask", "position_ids", *[f"past_conv.{i}" for i in conv], *past],
+            ["logits", *[f"present_conv.{i}" for i in conv], *present])
+
+
+def hybrid_wrapper(model):
+    """Flat tensors around transformers' LFM2, whose conv windows live in the cache object's
+    linear-attention layers. Each window is set as already filled (zeros on the first step
+    are the padding the convolution would add) and recorded rather than copied in place, so
+    every step traces the general path: window + new positions, convolution, last window kept."""
+    import torch
+    from transformers import DynamicCache
+
+    cfg = model.config
+    conv = conv_layers(cfg)
+    attention = [i for i in range(cfg.num_hidden_layers) if i not in conv]
+    width = cfg.conv_L_cache
+
+    class FlatHybridDecoder(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        def forward(self, input_ids, attention_mask, position_ids, *flat):
+            windows, kv = flat[:len(conv)], flat[len(conv):]
+            cache = DynamicCache(config=self.model.config)
+            for j, i in enumerate(attention):
+                cache.update(kv[2 * j], kv[2 * j + 1], i)
+            for window, i in zip(windows, conv):
+                layer = cache.layers[i]
+                layer.conv_states[0], layer.conv_kernel_size[0] = window, width
+                layer.is_conv_states_initialized[0] = layer.has_previous_state[0] = True
+                layer.record_past = True
+                layer.device, layer.dtype = window.device, window.dtype
+            out = self.model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
+                             past_key_values=cache, use_cache=True)
+            layers = out.past_key_values.layers
+            return (out.logits, *[layers[i].conv_states[0][..., -width:] for i in conv],
+                    *[t for i in attention for t in (layers[i].keys, layers[i].values)])
+
+    return FlatHybridDecoder().eval()
+
+
 def _head_dim(cfg) -> int:
     return getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
 
@@ -69,22 +125,29 @@ def export_decoder(model, path, with_past: bool = True) -> None:
 
     cfg = model.config
     n_layers, kv_heads, head = cfg.num_hidden_layers, cfg.num_key_value_heads, _head_dim(cfg)
-    inputs, outputs = io_names(n_layers, with_past)
+    hybrid = bool(conv_layers(cfg))
+    if hybrid and not with_past:
+        raise ValueError("a hybrid (conv-layer) decoder is exported with its state inputs only: "
+                         "merged=False")
+    inputs, outputs = hybrid_io_names(cfg) if hybrid else io_names(n_layers, with_past)
     past_len = 2 if with_past else 0   # trace with a non-empty past so no length is baked in
     seq = 3
     dyn = {"input_ids": {0: "batch_size", 1: "sequence_length"},
            "attention_mask": {0: "batch_size", 1: "total_sequence_length"},
            "position_ids": {0: "batch_size", 1: "sequence_length"},
            "logits": {0: "batch_size", 1: "sequence_length"}}
-    dyn.update({n: {0: "batch_size", 2: "past_sequence_length"} for n in inputs[3:]})
-    dyn.update({n: {0: "batch_size", 2: "total_sequence_length"} for n in outputs[1:]})
+    dyn.update({n: {0: "batch_size", 2: "past_sequence_length"} for n in inputs[3:] if n.startswith("past_key")})
+    dyn.update({n: {0: "batch_size", 2: "total_sequence_length"} for n in outputs[1:] if n.startswith("present.")})
+    dyn.update({n: {0: "batch_size"} for n in inputs + outputs if "_conv." in n})
     gen = torch.Generator().manual_seed(0)
     args = (torch.tensor([[5, 6, 7]]), torch.ones(1, past_len + seq, dtype=torch.long),
             torch.arange(past_len, past_len + seq)[None],
-            *[torch.randn(1, kv_heads, past_len, head, generator=gen) for _ in inputs[3:]])
+            *[torch.randn(1, cfg.hidden_size, cfg.conv_L_cache, generator=gen) if "_conv." in n
+              else torch.randn(1, kv_heads, past_len, head, generator=gen) for n in inputs[3:]])
+    wrapper = hybrid_wrapper(model) if hybrid else cache_wrapper(model, n_layers, with_past)
     with warnings.catch_warnings(), torch.no_grad():
         warnings.simplefilter("ignore")   # tracer warnings about Python control flow on shapes
-        torch.onnx.export(cache_wrapper(model, n_layers, with_past), args, str(path), input_names=inputs,
+        torch.onnx.export(wrapper, args, str(path), input_names=inputs,
                           output_names=outputs, dynamic_axes=dyn, opset_version=OPSET, dynamo=False)
 
 

@@ -119,3 +119,30 @@ def test_a_missing_stage_file_is_told_at_the_stage(tmp_path):
         onnxpipe.load(bundle)
     assert info.value.file.endswith("genai_config.json")
     assert info.value.path == f"{where}.filename"
+
+
+@pytest.mark.parametrize("path, want", [
+    ("$.pipeline.state.recurrent[0].layers", "$.model.decoder.layer_types"),
+    ("$.pipeline.state.recurrent[0].shape", "$.model.decoder.conv_cache_size"),
+    ("$.pipeline.state.recurrent[1].input", "$.model.decoder.inputs.past_recurrent_names"),
+    ("$.pipeline.state.recurrent[1].shape", "$.model.decoder.inputs.past_recurrent_names"),
+    ("$.pipeline.state.recurrent[1]", "$.model.decoder.inputs.past_recurrent_names"),
+])
+def test_source_paths_of_hybrid_state(path, want):
+    genai = {"model": {"type": "qwen3_5_text", "decoder": {
+        "layer_types": ["linear_attention", "full_attention"], "conv_cache_size": 3}}}
+    assert source_path(path, genai) == want
+
+
+def test_a_conv_window_the_graph_does_not_have_is_told_at_conv_cache_size(tmp_path):
+    import shutil
+    bundle = tmp_path / "b"
+    shutil.copytree(tiny_models.ensure("genai_lfm2"), bundle)
+    config = json.loads((bundle / "genai_config.json").read_text())
+    config["model"]["decoder"]["conv_cache_size"] += 1
+    (bundle / "genai_config.json").write_text(json.dumps(config))
+    with pytest.raises(ConfigError) as info:
+        onnxpipe.load(bundle)
+    assert info.value.file.endswith("genai_config.json")
+    assert info.value.path == "$.model.decoder.conv_cache_size"
+    assert "$.pipeline.state.recurrent[0].shape" in info.value.message   # onnxpipe's own path, kept

