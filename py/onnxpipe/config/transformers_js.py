@@ -15,6 +15,7 @@ import re
 from typing import Any
 
 from ..errors import BundleError, ConfigError
+from . import tjs_encoder_decoder
 
 CONFIG_FILE = "config.json"
 GENERATION_FILE = "generation_config.json"
@@ -54,10 +55,29 @@ def _model_dir(folder: str) -> str:
     return ONNX_DIR if os.path.isdir(sub) else ""
 
 
-def dtype_files(folder: str) -> dict[str, str]:
-    """dtype -> bundle-relative ONNX file (``model`` preferred over the merged decoder)."""
+def _names(folder: str) -> list[str]:
     rel_dir = _model_dir(folder)
-    names = sorted(os.listdir(os.path.join(folder, rel_dir) if rel_dir else folder))
+    return sorted(os.listdir(os.path.join(folder, rel_dir) if rel_dir else folder))
+
+
+def layout(folder: str) -> str:
+    """"decoder", "encoder-decoder" (encoder_model*.onnx) or "vision-language" (vision_encoder /
+    embed_tokens*.onnx), from the ONNX file names."""
+    names = [n for n in _names(folder) if n.endswith(".onnx")]
+    if any(n.startswith(("vision_encoder", "embed_tokens")) for n in names):
+        return "vision-language"
+    if any(n.startswith(tjs_encoder_decoder.ENCODER) for n in names):
+        return "encoder-decoder"
+    return "decoder"
+
+
+def dtype_files(folder: str) -> dict[str, str]:
+    """dtype -> bundle-relative ONNX file (``model`` preferred over the merged decoder; in an
+    encoder-decoder folder, the merged decoder of each dtype that has its encoder too)."""
+    rel_dir = _model_dir(folder)
+    if layout(folder) == "encoder-decoder":
+        return {d: pair[1] for d, pair in tjs_encoder_decoder.files(folder, rel_dir, DTYPE_SUFFIX).items()}
+    names = _names(folder)
     found: dict[str, str] = {}
     by_suffix = {s: d for d, s in DTYPE_SUFFIX.items()}
     for base in BASE_NAMES:
@@ -123,6 +143,12 @@ def _ids(value: Any) -> list[int]:
 def choose_files(folder: str, dtype: str | None) -> dict[str, str]:
     """Execution provider ("cpu", "wasm", "webgpu") -> ONNX file; one key "default" for a dtype."""
     files = dtype_files(folder)
+    if not files and layout(folder) == "encoder-decoder":
+        where = os.path.join(folder, _model_dir(folder))
+        found = [n for n in _names(folder) if n.endswith(".onnx")]
+        raise BundleError(f"{where}: an encoder-decoder folder needs {tjs_encoder_decoder.ENCODER}<suffix>.onnx "
+                          f"and {tjs_encoder_decoder.DECODER}<suffix>.onnx of the same dtype; found "
+                          f"{', '.join(found)}")
     if not files:
         where = os.path.join(folder, _model_dir(folder))
         raise BundleError(f"{where}: no ONNX decoder here; a transformers.js folder has "
@@ -147,7 +173,24 @@ def translate(folder: str, dtype: str | None = None) -> dict[str, Any]:
     """A v2 pipeline document for the transformers.js folder ``folder``."""
     config = _read(folder, CONFIG_FILE, True)
     gen = _read(folder, GENERATION_FILE, False)
+    kind = layout(folder)
+    if kind == "vision-language":
+        found = [n for n in _names(folder) if n.startswith(("vision_encoder", "embed_tokens"))]
+        raise BundleError(f"{folder}: a vision-language folder ({', '.join(found[:4])}, model_type "
+                          f'"{config.get("model_type")}"): onnxpipe does not translate transformers.js '
+                          f"vision-language folders yet; it translates decoder-only folders (onnx/model.onnx "
+                          f"or decoder_model_merged.onnx) and Whisper encoder-decoder folders "
+                          f"(encoder_model.onnx + decoder_model_merged.onnx)")
     chosen = choose_files(folder, dtype)
+    if kind == "encoder-decoder":
+        suffix = {f: d for d, f in dtype_files(folder).items()}
+        pairs = tjs_encoder_decoder.files(folder, _model_dir(folder), DTYPE_SUFFIX)
+        metadata = {"source": "transformers.js folder", "model_type": config.get("model_type"), "dtype": dtype,
+                    "dtypes": offered_dtypes(folder),
+                    "dtype_by_provider": None if dtype else chosen_dtypes(folder, None)}
+        return tjs_encoder_decoder.translate(
+            folder, config, gen, {ep: pairs[suffix[f]] for ep, f in chosen.items()}, dtype,
+            lambda rel: _external_data(folder, rel), metadata, GENERATION_FILE)
     data = {ep: _external_data(folder, f) for ep, f in chosen.items()}
     session: dict[str, Any] = {"file": chosen["default"] if dtype else chosen}
     if any(data.values()):
