@@ -220,11 +220,44 @@ def test_encoder_decoder_refusals(tmp_path):
     assert "found decoder_model_merged_fp16.onnx, encoder_model.onnx" in info.value.message
 
 
-def test_vision_language_folder_is_refused(tmp_path):
-    out = folder(tmp_path, ["onnx/vision_encoder.onnx", "onnx/embed_tokens.onnx", "onnx/decoder_model_merged.onnx"],
-                 config={**CONFIG, "model_type": "qwen2_vl"})
+VL_FILES = ["onnx/vision_encoder.onnx", "onnx/embed_tokens.onnx", "onnx/decoder_model_merged.onnx",
+            "onnx/vision_encoder_fp16.onnx", "onnx/embed_tokens_fp16.onnx", "onnx/decoder_model_merged_fp16.onnx",
+            "onnx/decoder_model_merged_q4.onnx", "preprocessor_config.json"]
+
+
+def test_vision_language_folder_translates(tmp_path):
+    # transformers 4.x configs (transformers.js's exports) keep the text dims at the top level
+    config = {**CONFIG, "model_type": "qwen2_vl", "image_token_id": 151655, "vision_config": {"spatial_merge_size": 2}}
+    out = folder(tmp_path, VL_FILES, config=config, generation={"eos_token_id": [151645, 151643]})
+    assert tjs.layout(str(out)) == "vision-language"
+    assert tjs.offered_dtypes(str(out)) == ["fp32", "fp16"]   # q4 has only the decoder
+    doc = tjs.translate(str(out), "fp16")
+    pipe = doc["pipeline"]
+    assert pipe["extends"] == "vision-language"
+    assert {n: s["file"] for n, s in pipe["sessions"].items()} == {
+        "vision": "onnx/vision_encoder_fp16.onnx", "embedding": "onnx/embed_tokens_fp16.onnx",
+        "decoder": "onnx/decoder_model_merged_fp16.onnx"}
+    assert pipe["dataflow"] == [{"from": "inputs.image_grid_thw", "to": "vision.grid_thw"}]
+    assert pipe["state"]["position_ids"] == {"strategy": "mrope_3d", "spatial_merge_size": 2}
+    assert (pipe["state"]["kv_cache"]["num_heads"], pipe["state"]["kv_cache"]["head_size"]) == (2, 16)
+    assert doc["tokens"] == {"eos": [151645, 151643], "extra": {"image_token": 151655}, "bos": 1}
+    assert doc["preprocessing"]["image"]["config"] == "preprocessor_config.json"
+
+
+def test_vision_language_refusals(tmp_path):
+    smolvlm = folder(tmp_path, VL_FILES, config={**CONFIG, "model_type": "idefics3", "image_token_id": 5})
     with pytest.raises(BundleError) as info:
-        load_config(out)
+        load_config(smolvlm)
     msg = info.value.message
-    assert str(out) in msg and "embed_tokens.onnx, vision_encoder.onnx" in msg and '"qwen2_vl"' in msg
-    assert "does not translate transformers.js vision-language folders" in msg
+    assert str(smolvlm) in msg and 'model_type "idefics3"' in msg and "for model_type qwen2_vl" in msg
+    partial = folder(tmp_path, ["onnx/vision_encoder.onnx", "onnx/decoder_model_merged.onnx"],
+                     config={**CONFIG, "model_type": "qwen2_vl"}, name="partial")
+    with pytest.raises(BundleError) as info:
+        load_config(partial)
+    assert "vision_encoder<suffix>.onnx, embed_tokens<suffix>.onnx and decoder_model_merged<suffix>.onnx" \
+        in info.value.message
+    assert "found decoder_model_merged.onnx, vision_encoder.onnx" in info.value.message
+    no_image_token = folder(tmp_path, VL_FILES, config={**CONFIG, "model_type": "qwen2_vl"}, name="no_token")
+    with pytest.raises(ConfigError) as info:
+        load_config(no_image_token)
+    assert info.value.path == "$.image_token_id" and info.value.file == str(no_image_token / "config.json")
