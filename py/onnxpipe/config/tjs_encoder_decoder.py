@@ -136,7 +136,8 @@ def translate(folder: str, config: dict, gen: dict, chosen: dict[str, tuple[str,
     if os.path.isfile(os.path.join(folder, "tokenizer.json")):
         preprocessing["text"] = {"tokenizer": "tokenizer.json"}
     metadata = {**metadata, "layout": "encoder-decoder", "language": "en", "task": TASK,
-                "inputs": "audio_features: input_features [1, num_mel_bins, 2 * max_source_positions] (log-mel features)"}
+                "inputs": "audio_features: input_features [1, num_mel_bins, 2 * max_source_positions] "
+                          "(log-mel features)"}
     return {
         "version": 2,
         "pipeline": {

@@ -152,7 +152,8 @@ def choose_files(folder: str, dtype: str | None) -> dict[str, str]:
         if layout(folder) == "encoder-decoder":
             need = f"{tjs_encoder_decoder.ENCODER}<suffix>.onnx and {tjs_encoder_decoder.DECODER}<suffix>.onnx"
         else:
-            need = f"{tjs_vision.VISION}<suffix>.onnx, {tjs_vision.EMBED}<suffix>.onnx and {tjs_vision.DECODER}<suffix>.onnx"
+            need = (f"{tjs_vision.VISION}<suffix>.onnx, {tjs_vision.EMBED}<suffix>.onnx and "
+                    f"{tjs_vision.DECODER}<suffix>.onnx")
         raise BundleError(f"{where}: a {layout(folder)} folder needs {need} of the same dtype; found "
                           f"{', '.join(found)}")
     if not files:
