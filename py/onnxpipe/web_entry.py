@@ -205,6 +205,8 @@ def generate(args: dict, emit, images=None):
         if event.text or event.token_ids:
             _emit(emit, "token", TokenEvent(text=event.text, token_ids=list(event.token_ids)))
 
+    if "inputs" in options:   # other pipeline inputs, {name: {values, shape}} (audio_features)
+        options["inputs"] = tensors_from_json(options["inputs"] or {}, "options.inputs")
     pipeline = _loaded()
     if args.get("messages") is not None:   # given but empty or no list: chat() says what is wrong
         result = pipeline.chat(args["messages"], on_event=on_event, cancel=_cancelled, **options)

@@ -37,6 +37,8 @@ export interface SearchOptions {
   response_format?: ResponseFormat;
   tools?: ChatTool[];
   tool_choice?: ToolChoice;
+  // generate only: other pipeline inputs (an encoder-decoder folder's audio_features)
+  inputs?: Record<string, TensorInput>;
 }
 
 /** OpenAI's response_format, plus onnxpipe's regex and grammar (EBNF, XGrammar's syntax). */

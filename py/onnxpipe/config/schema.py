@@ -226,6 +226,16 @@ class CrossCacheSpec:
 
 
 @dataclass(frozen=True)
+class CrossKVSpec:
+    """Cross-attention keys/values a merged decoder makes itself on its first step (Optimum's
+    encoder-decoder export): fed empty then, taken from its outputs, fed back unchanged on every
+    later step; later steps' outputs of those names are dropped. See state/cross_kv.py."""
+
+    past_pattern: str = spec(None, "input name with {layer} and {kv} (key or value)", required=True)
+    present_pattern: str = spec(None, "output name with {layer} and {kv}", required=True)
+
+
+@dataclass(frozen=True)
 class RecurrentSpec:
     input: str = spec(None, 'state input name; with "{layer}", one state per layer found in the '
                             "session's inputs", required=True)
@@ -251,6 +261,7 @@ class StateSpec:
     use_cache_branch: CacheBranchSpec = spec(doc="merged decoders' past/no-past switch (Optimum)",
                                              factory=CacheBranchSpec)
     cross_cache: CrossCacheSpec | None = spec(None, "frozen encoder outputs")
+    cross_kv: CrossKVSpec | None = spec(None, "cross-attention keys/values made on the first step")
     recurrent: tuple[RecurrentSpec, ...] = spec((), "state pairs carried step to step")
 
 

@@ -15,6 +15,7 @@ import re
 from typing import Any
 
 from ..errors import BundleError, ConfigError
+from . import tjs_encoder_decoder, tjs_vision
 
 CONFIG_FILE = "config.json"
 GENERATION_FILE = "generation_config.json"
@@ -54,10 +55,32 @@ def _model_dir(folder: str) -> str:
     return ONNX_DIR if os.path.isdir(sub) else ""
 
 
-def dtype_files(folder: str) -> dict[str, str]:
-    """dtype -> bundle-relative ONNX file (``model`` preferred over the merged decoder)."""
+def _names(folder: str) -> list[str]:
     rel_dir = _model_dir(folder)
-    names = sorted(os.listdir(os.path.join(folder, rel_dir) if rel_dir else folder))
+    return sorted(os.listdir(os.path.join(folder, rel_dir) if rel_dir else folder))
+
+
+def layout(folder: str) -> str:
+    """"decoder", "encoder-decoder" (encoder_model*.onnx) or "vision-language" (vision_encoder /
+    embed_tokens*.onnx), from the ONNX file names."""
+    names = [n for n in _names(folder) if n.endswith(".onnx")]
+    if any(n.startswith(("vision_encoder", "embed_tokens")) for n in names):
+        return "vision-language"
+    if any(n.startswith(tjs_encoder_decoder.ENCODER) for n in names):
+        return "encoder-decoder"
+    return "decoder"
+
+
+def dtype_files(folder: str) -> dict[str, str]:
+    """dtype -> bundle-relative ONNX file (``model`` preferred over the merged decoder; in an
+    encoder-decoder folder, the merged decoder of each dtype that has its encoder too)."""
+    rel_dir = _model_dir(folder)
+    kind = layout(folder)
+    if kind == "encoder-decoder":
+        return {d: pair[1] for d, pair in tjs_encoder_decoder.files(folder, rel_dir, DTYPE_SUFFIX).items()}
+    if kind == "vision-language":
+        return {d: triple[2] for d, triple in tjs_vision.files(folder, rel_dir, DTYPE_SUFFIX).items()}
+    names = _names(folder)
     found: dict[str, str] = {}
     by_suffix = {s: d for d, s in DTYPE_SUFFIX.items()}
     for base in BASE_NAMES:
@@ -123,6 +146,16 @@ def _ids(value: Any) -> list[int]:
 def choose_files(folder: str, dtype: str | None) -> dict[str, str]:
     """Execution provider ("cpu", "wasm", "webgpu") -> ONNX file; one key "default" for a dtype."""
     files = dtype_files(folder)
+    if not files and layout(folder) != "decoder":
+        where = os.path.join(folder, _model_dir(folder))
+        found = [n for n in _names(folder) if n.endswith(".onnx")]
+        if layout(folder) == "encoder-decoder":
+            need = f"{tjs_encoder_decoder.ENCODER}<suffix>.onnx and {tjs_encoder_decoder.DECODER}<suffix>.onnx"
+        else:
+            need = (f"{tjs_vision.VISION}<suffix>.onnx, {tjs_vision.EMBED}<suffix>.onnx and "
+                    f"{tjs_vision.DECODER}<suffix>.onnx")
+        raise BundleError(f"{where}: a {layout(folder)} folder needs {need} of the same dtype; found "
+                          f"{', '.join(found)}")
     if not files:
         where = os.path.join(folder, _model_dir(folder))
         raise BundleError(f"{where}: no ONNX decoder here; a transformers.js folder has "
@@ -143,11 +176,38 @@ def chosen_dtypes(folder: str, dtype: str | None) -> dict[str, str]:
     return {ep: by_file[f] for ep, f in choose_files(folder, dtype).items()}
 
 
+def token_ids_of(config: dict[str, Any], gen: dict[str, Any]):
+    """key -> ids: generation_config.json first, as transformers reads it, then config.json
+    (and its text_config, where transformers 5 nests a multimodal model's ids)."""
+    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else {}
+
+    def token_ids(key: str) -> list[int]:
+        for doc in (gen, config, text):
+            if doc.get(key) is not None:
+                return _ids(doc[key])
+        return []
+    return token_ids
+
+
 def translate(folder: str, dtype: str | None = None) -> dict[str, Any]:
     """A v2 pipeline document for the transformers.js folder ``folder``."""
     config = _read(folder, CONFIG_FILE, True)
     gen = _read(folder, GENERATION_FILE, False)
+    kind = layout(folder)
     chosen = choose_files(folder, dtype)
+    if kind != "decoder":
+        by_file = {f: d for d, f in dtype_files(folder).items()}
+        module = tjs_encoder_decoder if kind == "encoder-decoder" else tjs_vision
+        sets = module.files(folder, _model_dir(folder), DTYPE_SUFFIX)
+        metadata = {"source": "transformers.js folder", "model_type": config.get("model_type"), "dtype": dtype,
+                    "dtypes": offered_dtypes(folder),
+                    "dtype_by_provider": None if dtype else chosen_dtypes(folder, None)}
+        files = {ep: sets[by_file[f]] for ep, f in chosen.items()}
+        external = lambda rel: _external_data(folder, rel)   # noqa: E731
+        if kind == "encoder-decoder":
+            return tjs_encoder_decoder.translate(folder, config, gen, files, dtype, external, metadata,
+                                                 GENERATION_FILE)
+        return tjs_vision.translate(folder, config, gen, files, dtype, external, metadata, token_ids_of(config, gen))
     data = {ep: _external_data(folder, f) for ep, f in chosen.items()}
     session: dict[str, Any] = {"file": chosen["default"] if dtype else chosen}
     if any(data.values()):

@@ -18,6 +18,7 @@ from ..loops import loop_for
 from ..search import beam, speculative
 from ..state.cache_branch import CacheBranch
 from ..state.cross_cache import CrossCache, cross_names, declared_source
+from ..state import cross_kv
 from ..state.kv_cache import KVCache, make_kv_cache
 from ..state.positions import AttentionMask, PositionIds
 from ..state.recurrent import Recurrent, owner as recurrent_owner
@@ -123,6 +124,12 @@ def make_components(spec: PipelineSpec, sessions: dict, backend, file: str) -> l
             components.append(CrossCache(backend, source, cross))
     for session in dict.fromkeys(step_sessions):
         taken = frozenset(cross.get(session.name, ()))
+        if state.cross_kv is not None:
+            pairs = cross_kv.find(session, state.cross_kv, file)
+            if pairs:
+                components.append(cross_kv.CrossKV(backend, session, pairs, state.kv_cache.num_heads,
+                                                   state.kv_cache.head_size, file))
+                taken |= frozenset(pairs)
         kv = make_kv_cache(backend, session, state.kv_cache, spec.generation.max_length, file,
                            session.provider, taken)
         if kv is not None and not _share_kv(components, kv, session, file):
@@ -138,6 +145,9 @@ def make_components(spec: PipelineSpec, sessions: dict, backend, file: str) -> l
         raise ConfigError(f'kv_cache format "{state.kv_cache.format}" but no step-phase session has an '
                           f"input matching its past patterns (inputs: {names})", file=file,
                           path="$.pipeline.state.kv_cache")
+    if state.cross_kv is not None and not any(isinstance(c, cross_kv.CrossKV) for c in components):
+        raise ConfigError(f'no step-phase session has an input matching "{state.cross_kv.past_pattern}"',
+                          file=file, path="$.pipeline.state.cross_kv.past_pattern")
     if positions:
         components.append(PositionIds(backend, positions, state.position_ids, file))
     if masks:

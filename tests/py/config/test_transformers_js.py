@@ -11,7 +11,7 @@ import pytest
 
 from onnxpipe.config import transformers_js as tjs
 from onnxpipe.config.load import load_config
-from onnxpipe.errors import BundleError
+from onnxpipe.errors import BundleError, ConfigError
 from tests.fixtures import tiny_models
 
 CONFIG = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
@@ -150,3 +150,114 @@ def test_pipeline_json_wins_over_the_layout(tmp_path, torch_llama):
     shutil.copytree(torch_llama, out)
     (out / "config.json").write_text(json.dumps(CONFIG))
     assert load_config(out).file == str(out / "pipeline.json")
+
+
+# ---- encoder-decoder (Whisper) and vision-language folders -----------------------------------
+
+WHISPER = {"model_type": "whisper", "d_model": 64, "decoder_attention_heads": 4, "max_target_positions": 448,
+           "decoder_start_token_id": 50258, "eos_token_id": 50257, "suppress_tokens": [1, 2],
+           "begin_suppress_tokens": [220, 50257]}
+ENC_DEC = ["onnx/encoder_model.onnx", "onnx/decoder_model_merged.onnx", "onnx/encoder_model_fp16.onnx",
+           "onnx/decoder_model_merged_fp16.onnx", "onnx/decoder_model_merged_q4.onnx"]
+
+
+def test_encoder_decoder_folder_translates(tmp_path):
+    gen = {"decoder_start_token_id": 50258, "lang_to_id": {"<|de|>": 50261, "<|en|>": 50259},
+           "task_to_id": {"transcribe": 50359, "translate": 50358}, "no_timestamps_token_id": 50363,
+           "forced_decoder_ids": [[1, None], [2, 50359]], "suppress_tokens": [1, 2, 7],
+           "begin_suppress_tokens": [220, 50257], "max_length": 448}
+    out = folder(tmp_path, ENC_DEC, config=WHISPER, generation=gen)
+    assert tjs.layout(str(out)) == "encoder-decoder"
+    assert tjs.offered_dtypes(str(out)) == ["fp32", "fp16"]   # q4 has no encoder
+    doc = tjs.translate(str(out))
+    sessions = doc["pipeline"]["sessions"]
+    assert sessions["encoder"]["file"] == {"cpu": "onnx/encoder_model.onnx", "wasm": "onnx/encoder_model_fp16.onnx",
+                                           "webgpu": "onnx/encoder_model_fp16.onnx"}
+    assert sessions["decoder"]["file"]["wasm"] == "onnx/decoder_model_merged_fp16.onnx"
+    assert doc["tokens"] == {"eos": [50257], "decoder_prefix": [50258, 50259, 50359, 50363]}
+    assert doc["generation"]["suppress_tokens"] == {"always": [1, 2, 7], "at_start": [220, 50257]}
+    state = doc["pipeline"]["state"]
+    assert state["kv_cache"]["past_key_pattern"] == "past_key_values.{layer}.decoder.key"
+    assert (state["kv_cache"]["num_heads"], state["kv_cache"]["head_size"]) == (4, 16)
+    assert state["cross_kv"] == {"past_pattern": "past_key_values.{layer}.encoder.{kv}",
+                                 "present_pattern": "present.{layer}.encoder.{kv}"}
+    config = load_config(out, dtype="fp16")
+    assert config.spec.pipeline.sessions["encoder"].file == "onnx/encoder_model_fp16.onnx"
+    assert config.dtypes == ("fp32", "fp16")
+
+
+@pytest.mark.parametrize("gen,prefix", [
+    ({"forced_decoder_ids": [[2, 9], [1, 8]], "no_timestamps_token_id": 10}, [50258, 8, 9, 10]),   # older export
+    ({"no_timestamps_token_id": 10}, [50258, 10]),                                                  # English-only
+])
+def test_whisper_prompt_without_lang_to_id(tmp_path, gen, prefix):
+    out = folder(tmp_path, ENC_DEC[:2], config=WHISPER, generation=gen)
+    assert tjs.translate(str(out))["tokens"]["decoder_prefix"] == prefix
+
+
+def test_whisper_prompt_refusals(tmp_path):
+    out = folder(tmp_path, ENC_DEC[:2], config=WHISPER, generation={"lang_to_id": {"<|de|>": 5}, "task_to_id": {}})
+    with pytest.raises(ConfigError) as info:
+        tjs.translate(str(out))
+    assert info.value.path == "$.lang_to_id" and '"<|en|>"' in info.value.detail
+    assert info.value.file == str(out / "generation_config.json")
+    bad = folder(tmp_path, ENC_DEC[:2], config=WHISPER, generation={"forced_decoder_ids": [[3, 9]]}, name="bad")
+    with pytest.raises(ConfigError) as info:
+        tjs.translate(str(bad))
+    assert info.value.path == "$.forced_decoder_ids[0]" and "[3, 9]" in info.value.detail
+
+
+def test_encoder_decoder_refusals(tmp_path):
+    marian = folder(tmp_path, ENC_DEC[:2], config={**WHISPER, "model_type": "marian"}, name="marian")
+    with pytest.raises(BundleError) as info:
+        load_config(marian)
+    assert 'model_type "marian"' in info.value.message and 'for model_type "whisper"' in info.value.message
+    unpaired = folder(tmp_path, ["onnx/encoder_model.onnx", "onnx/decoder_model_merged_fp16.onnx"],
+                      config=WHISPER, name="unpaired")
+    with pytest.raises(BundleError) as info:
+        load_config(unpaired)
+    assert "encoder_model<suffix>.onnx and decoder_model_merged<suffix>.onnx of the same dtype" in info.value.message
+    assert "found decoder_model_merged_fp16.onnx, encoder_model.onnx" in info.value.message
+
+
+VL_FILES = ["onnx/vision_encoder.onnx", "onnx/embed_tokens.onnx", "onnx/decoder_model_merged.onnx",
+            "onnx/vision_encoder_fp16.onnx", "onnx/embed_tokens_fp16.onnx", "onnx/decoder_model_merged_fp16.onnx",
+            "onnx/decoder_model_merged_q4.onnx", "preprocessor_config.json"]
+
+
+def test_vision_language_folder_translates(tmp_path):
+    # transformers 4.x configs (transformers.js's exports) keep the text dims at the top level
+    config = {**CONFIG, "model_type": "qwen2_vl", "image_token_id": 151655, "vision_config": {"spatial_merge_size": 2}}
+    out = folder(tmp_path, VL_FILES, config=config, generation={"eos_token_id": [151645, 151643]})
+    assert tjs.layout(str(out)) == "vision-language"
+    assert tjs.offered_dtypes(str(out)) == ["fp32", "fp16"]   # q4 has only the decoder
+    doc = tjs.translate(str(out), "fp16")
+    pipe = doc["pipeline"]
+    assert pipe["extends"] == "vision-language"
+    assert {n: s["file"] for n, s in pipe["sessions"].items()} == {
+        "vision": "onnx/vision_encoder_fp16.onnx", "embedding": "onnx/embed_tokens_fp16.onnx",
+        "decoder": "onnx/decoder_model_merged_fp16.onnx"}
+    assert pipe["dataflow"] == [{"from": "inputs.image_grid_thw", "to": "vision.grid_thw"}]
+    assert pipe["state"]["position_ids"] == {"strategy": "mrope_3d", "spatial_merge_size": 2}
+    assert (pipe["state"]["kv_cache"]["num_heads"], pipe["state"]["kv_cache"]["head_size"]) == (2, 16)
+    assert doc["tokens"] == {"eos": [151645, 151643], "extra": {"image_token": 151655}, "bos": 1}
+    assert doc["preprocessing"]["image"]["config"] == "preprocessor_config.json"
+
+
+def test_vision_language_refusals(tmp_path):
+    smolvlm = folder(tmp_path, VL_FILES, config={**CONFIG, "model_type": "idefics3", "image_token_id": 5})
+    with pytest.raises(BundleError) as info:
+        load_config(smolvlm)
+    msg = info.value.message
+    assert str(smolvlm) in msg and 'model_type "idefics3"' in msg and "for model_type qwen2_vl" in msg
+    partial = folder(tmp_path, ["onnx/vision_encoder.onnx", "onnx/decoder_model_merged.onnx"],
+                     config={**CONFIG, "model_type": "qwen2_vl"}, name="partial")
+    with pytest.raises(BundleError) as info:
+        load_config(partial)
+    assert "vision_encoder<suffix>.onnx, embed_tokens<suffix>.onnx and decoder_model_merged<suffix>.onnx" \
+        in info.value.message
+    assert "found decoder_model_merged.onnx, vision_encoder.onnx" in info.value.message
+    no_image_token = folder(tmp_path, VL_FILES, config={**CONFIG, "model_type": "qwen2_vl"}, name="no_token")
+    with pytest.raises(ConfigError) as info:
+        load_config(no_image_token)
+    assert info.value.path == "$.image_token_id" and info.value.file == str(no_image_token / "config.json")
