@@ -117,7 +117,9 @@ describe('WebGPU (SwiftShader): smallest vocabularies', { timeout: TIMEOUTS.file
     // the smallest vocabulary of all, and the smallest onnxruntime-genai decoder (GQA on WebGPU).
     // Not torch_llama: bare onnxruntime-web 1.30 on SwiftShader already gets its prefill logits
     // wrong (argmax 354, WASM and native 361), with no onnxpipe code involved.
-    picks = [...new Set([bySize[0], bySize.find((n) => n.startsWith('genai_'))].filter(Boolean))];
+    // Plus the hybrid decoder (LFM2's conv state on WebGPU: onnxruntime-web has its ops there).
+    picks = [...new Set([bySize[0], bySize.find((n) => n.startsWith('genai_')),
+      names.find((n) => n === 'genai_lfm2')].filter(Boolean))];
     ({ browser, context, offsite } = await launchBrowser({ args: ['--enable-unsafe-webgpu'] }));
     page = await openRuntimePage(context, server.url);
     adapter = await page.evaluate(async () => {
