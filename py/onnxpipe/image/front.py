@@ -170,6 +170,9 @@ class ImageFrontEnd:
                 done.append(self.processor.process(image))
             except InputError as exc:   # say which image
                 raise InputError(f"images[{i}]: {exc.message}") from None
+        if self.config.fixed:   # Gemma 3: image_seq_length soft tokens per image, no grid
+            ids = expand_image_tokens(ids, self.token, [self.config.image_seq_length] * len(done))
+            return ids, {self.spec.pixel_values: Items(d.pixel_values for d in done)}
         counts = [tokens_per_image(d.grid, self.config.merge_size) for d in done]
         ids = expand_image_tokens(ids, self.token, counts)
         return ids, {self.spec.pixel_values: Items(d.pixel_values for d in done),

@@ -1,0 +1,110 @@
+"""An onnxruntime-genai Gemma 3 bundle (model.type "gemma3": vision + embedding + decoder
+sections, tests/fixtures/genai_gemma3.py) loaded unchanged: greedy tokens agree with
+onnxruntime-genai's, with an image and without (margin rule, tests/agreement.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import onnxpipe
+from onnxpipe.errors import InputError
+from onnxpipe.image import Image
+from tests.agreement import assert_greedy_agrees
+from tests.fixtures import tiny_models
+from tests.fixtures.genai_gemma3 import IMAGE, TOKENS_PER_IMAGE
+
+TOLERANCE = 1e-3   # the same ONNX files as onnxruntime-genai: only feeds and pixels could differ
+
+
+@pytest.fixture(scope="module")
+def bundle() -> Path:
+    return tiny_models.ensure("genai_gemma3")
+
+
+@pytest.fixture(scope="module")
+def expected(bundle) -> dict:
+    return json.loads((bundle / "expected.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def pipe(bundle):
+    return onnxpipe.load(bundle)
+
+
+def _rgb(bundle) -> bytes:
+    return (bundle / "image.rgb").read_bytes()
+
+
+def _image(bundle, expected, rgb: bytes | None = None) -> Image:
+    info = expected["image"]
+    return Image(rgb if rgb is not None else _rgb(bundle), info["width"], info["height"])
+
+
+def _agrees(result, case: dict) -> None:
+    assert len(result.tokens) == len(case["greedy_tokens"])
+    assert_greedy_agrees(result.tokens, case["greedy_tokens"], case["margins"], TOLERANCE)
+
+
+def test_bundle_is_genai_only(bundle, expected):
+    assert (bundle / "genai_config.json").is_file() and not (bundle / "pipeline.json").exists()
+    assert expected["channels"] == "RGB"   # ort-extensions hands the vision session R, G, B
+
+
+def test_image_prompt_gives_the_genai_tokens(pipe, bundle, expected):
+    case = expected["cases"]["image"]   # ids as onnxruntime-genai's processor expanded them
+    assert case["input_ids"].count(IMAGE) == TOKENS_PER_IMAGE
+    result = pipe.generate(input_ids=case["input_ids"], images=[_image(bundle, expected)],
+                           max_new_tokens=expected["max_new_tokens"], do_sample=False)
+    _agrees(result, case)
+
+
+def test_one_soft_token_is_expanded_to_256(pipe, bundle, expected):
+    case = expected["cases"]["image"]
+    ids = [i for k, i in enumerate(case["input_ids"]) if i != IMAGE or case["input_ids"][k - 1] != IMAGE]
+    assert ids.count(IMAGE) == 1
+    result = pipe.generate(input_ids=ids, images=[_image(bundle, expected)],
+                           max_new_tokens=expected["max_new_tokens"], do_sample=False)
+    _agrees(result, case)
+    assert result.prompt_tokens == len(case["input_ids"])
+
+
+def test_text_prompt_feeds_no_image_features(pipe, expected):
+    case = expected["cases"]["text"]
+    result = pipe.generate(input_ids=case["input_ids"], max_new_tokens=expected["max_new_tokens"],
+                           do_sample=False)
+    _agrees(result, case)
+
+
+def test_image_tokens_without_an_image(pipe, expected):
+    with pytest.raises(InputError, match=f"image token\\(s\\) \\(id {IMAGE}\\) but no image was given"):
+        pipe.generate(input_ids=expected["cases"]["image"]["input_ids"], max_new_tokens=2)
+
+
+def test_the_image_decides_the_tokens(pipe, bundle, expected):
+    """The same image with its colours inverted changes the tokens: the agreement above needs
+    the features at the soft tokens."""
+    case = expected["cases"]["image"]
+    inverted = bytes(255 - b for b in _rgb(bundle))
+    result = pipe.generate(input_ids=case["input_ids"], images=[_image(bundle, expected, inverted)],
+                           max_new_tokens=expected["max_new_tokens"], do_sample=False)
+    assert result.tokens != case["greedy_tokens"]
+
+
+def test_an_image_of_another_size_is_resized_as_genai_does(pipe, bundle, expected):
+    """A 96x40 image is resized to the processor file's fixed 64x64 (bicubic, antialiased, the
+    horizontal pass first, as ort-extensions' vendored Pillow resample): its pixels are
+    onnxruntime-genai's within one 8-bit level, and the tokens are genai's."""
+    import array
+
+    info, case = expected["other"], expected["cases"]["other"]
+    image = Image((bundle / "other.rgb").read_bytes(), info["width"], info["height"])
+    pixels = pipe.loaded.images.processor.process(image).pixel_values
+    assert pixels[1] == (1, 3, 64, 64)
+    reference = array.array("f", (bundle / info["pixels"]).read_bytes())
+    assert max(abs(a - b) for a, b in zip(pixels[0], reference)) <= 2 / 255 + 1e-6
+    result = pipe.generate(input_ids=case["input_ids"], images=[image],
+                           max_new_tokens=expected["max_new_tokens"], do_sample=False)
+    _agrees(result, case)
