@@ -18,6 +18,7 @@ from .processor import Image, ImageProcessor
 from .tokens import expand_image_tokens, tokens_per_image
 
 SPEC_PATH = "$.preprocessing.image"
+BOI, SOFT, EOI = "<start_of_image>", "<image_soft_token>", "<end_of_image>"   # Gemma 3's markers
 MADE = {"pixel_values": (2, "float32"), "grid_thw": (2, "int64")}   # rank and dtype of each output
 
 
@@ -152,6 +153,22 @@ class ImageFrontEnd:
         self.processor = ImageProcessor(loaded.backend, self.config, provider)
         token = spec.tokens.extra.get("image_token")
         self.token = token if isinstance(token, int) and not isinstance(token, bool) else None
+
+    def expand_prompt(self, text: str, count: int) -> str:
+        """A fixed-size (Gemma 3) processor's text rule, as onnxruntime-genai's
+        gemma_image_processor and transformers' Gemma3Processor apply it before tokenizing: each
+        "<start_of_image>" becomes "\\n\\n<start_of_image>", image_seq_length "<image_soft_token>"
+        and "<end_of_image>\\n\\n"; an empty prompt is one "<start_of_image>" per image. A prompt
+        that already holds soft tokens, or any prompt of another processor, is kept."""
+        if not self.config.fixed or SOFT in text:
+            return text
+        if not text:
+            text = " ".join([BOI] * count)
+        found = text.count(BOI)
+        if found != count:
+            raise InputError(f"the prompt has {found} {BOI} for {count} image(s): put one {BOI} per "
+                             "image where it goes")
+        return text.replace(BOI, f"\n\n{BOI}{SOFT * self.config.image_seq_length}{EOI}\n\n")
 
     def prepare(self, ids: list[int], images) -> tuple[list[int], dict]:
         """(the ids with each image token expanded, the per-image pipeline inputs)."""

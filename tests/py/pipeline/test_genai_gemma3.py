@@ -108,3 +108,16 @@ def test_an_image_of_another_size_is_resized_as_genai_does(pipe, bundle, expecte
     result = pipe.generate(input_ids=case["input_ids"], images=[image],
                            max_new_tokens=expected["max_new_tokens"], do_sample=False)
     _agrees(result, case)
+
+
+def test_text_prompt_start_of_image_is_expanded_as_genai_does(pipe, bundle, expected):
+    """generate(prompt=...) with an image: each <start_of_image> becomes onnxruntime-genai's
+    "\\n\\n<start_of_image>" + 256 soft tokens + "<end_of_image>\\n\\n" before tokenizing, so the
+    prompt ids (and tokens) are genai's."""
+    case = expected["cases"]["image"]
+    result = pipe.generate(prompt=case["prompt"], images=[_image(bundle, expected)],
+                           max_new_tokens=expected["max_new_tokens"], do_sample=False)
+    assert result.prompt_tokens == len(case["input_ids"])
+    _agrees(result, case)
+    with pytest.raises(InputError, match="the prompt has 0 <start_of_image> for 1 image"):
+        pipe.generate(prompt="<bos>ab cd", images=[_image(bundle, expected)], max_new_tokens=1)
