@@ -91,7 +91,7 @@ def attach(config, plan, sessions: dict, components: list, executor) -> None:
                                   "token: set position_ids.spatial_merge_size or preprocessing.image",
                                   file=file, path="$.pipeline.state.position_ids.spatial_merge_size")
     if processor is not None:
-        check_expected(spec, plan, sessions, file)
+        check_expected(spec, plan, sessions, file, processor.fixed)
 
 
 def _check_fed_rows(p, file: str, path: str) -> None:
@@ -113,11 +113,12 @@ def _keep(plan, session: str, name: str) -> None:
                         names.append(name)
 
 
-def check_expected(spec: PipelineSpec, plan, sessions: dict, file: str) -> None:
+def check_expected(spec: PipelineSpec, plan, sessions: dict, file: str, fixed: bool = False) -> None:
     """``expected_outputs``: each names an output of the image front end, with the rank and
     dtype it has; every session input it feeds must have them too."""
     image = spec.preprocessing.image
-    made = {image.pixel_values: MADE["pixel_values"], image.grid_thw: MADE["grid_thw"]}
+    made = ({image.pixel_values: (4, "float32")} if fixed   # Gemma 3: [1, 3, h, w], no grid
+            else {image.pixel_values: MADE["pixel_values"], image.grid_thw: MADE["grid_thw"]})
     for name, expected in image.expected_outputs.items():
         path = f"{SPEC_PATH}.expected_outputs.{name}"
         if name not in made:

@@ -121,3 +121,24 @@ def test_text_prompt_start_of_image_is_expanded_as_genai_does(pipe, bundle, expe
     _agrees(result, case)
     with pytest.raises(InputError, match="the prompt has 0 <start_of_image> for 1 image"):
         pipe.generate(prompt="<bos>ab cd", images=[_image(bundle, expected)], max_new_tokens=1)
+
+
+def test_expected_outputs_know_the_pixels_are_rank_4(bundle, tmp_path):
+    """A pipeline.json of the translated bundle: expected_outputs checks pixel_values as the
+    [1, 3, h, w] it is (rank 4), not Qwen2-VL's rows."""
+    import shutil
+
+    from onnxpipe.config import genai_v1
+    from onnxpipe.errors import ConfigError
+
+    dest = tmp_path / "bundle"
+    shutil.copytree(bundle, dest)
+    doc = genai_v1.translate(json.loads((dest / "genai_config.json").read_text()), str(dest / "genai_config.json"))
+    for rank in (4, 2):
+        doc["preprocessing"]["image"]["expected_outputs"] = {"pixel_values": {"rank": rank, "dtype": "float32"}}
+        (dest / "pipeline.json").write_text(json.dumps(doc))
+        if rank == 4:
+            onnxpipe.load(dest)
+            continue
+        with pytest.raises(ConfigError, match='makes "pixel_values" with rank 4, not 2'):
+            onnxpipe.load(dest)
