@@ -6,10 +6,13 @@ fed ``inputs_embeds``; the image or audio preprocessing is an ort-extensions pro
 (``vision.config_filename``: a transform list such as DecodeImage, Resize, Rescale, Normalize,
 PatchImage).
 
-model.type "qwen2_5_vl" is translated onto the vision-language flow (docs/vision-language.md):
-the vision session once per image, the embedding fed the image features through a ``merge``
-into its input, mrope_3d positions, the processor file read by image/ort_extensions.py. Every
-other type is refused with what it needs, naming the section of genai_config.json that needs it.
+model.types "qwen2_5_vl" and "gemma3" are translated onto the vision-language flow
+(docs/vision-language.md): the vision session once per image, the embedding fed the image
+features through a ``merge`` into its input, the processor file read by
+image/ort_extensions.py; qwen2_5_vl with mrope_3d positions and Qwen2-VL patch rows, gemma3
+with ordinary positions, [1, 3, h, w] pixels and 256 <image_soft_token> per image (the count
+onnxruntime-genai's gemma_image_processor writes). Every other type is refused with what it
+needs, naming the section of genai_config.json that needs it.
 """
 
 from __future__ import annotations
@@ -24,10 +27,7 @@ SECTIONS = ("vision", "speech", "embedding")
 # the Qwen-VL family (genai's IsQwenVLFamily) beyond qwen2_5_vl: not checked against onnxruntime-genai
 _QWEN_VL = ("(only model.type qwen2_5_vl is translated, the one checked against onnxruntime-genai "
             "by tests/fixtures/genai_qwen25_vl.py; this type's vision session and positions are not)")
-_GEMMA3 = ("Gemma 3 images: each resized to 896x896 and expanded to <start_of_image>, 256 "
-           "<image_soft_token> and <end_of_image> (onnxruntime-genai's gemma_image_processor): "
-           "pixel_values [images, 3, 896, 896], not Qwen-VL patch rows")
-TRANSLATED = ("qwen2_5_vl",)   # onto the vision-language flow by translate() below
+TRANSLATED = ("qwen2_5_vl", "gemma3")   # onto the vision-language flow by translate() below
 # model.type -> (the section that needs the missing feature, the feature)
 _VISION_TYPES = {
     "qwen3_vl": ("vision", "Qwen3-VL image input " + _QWEN_VL),
@@ -37,7 +37,6 @@ _VISION_TYPES = {
     "phi3v": ("vision", "Phi-3-vision HD crops: a global image plus up to num_crops 336x336 "
                         "sub-images per image, image_sizes, a token count that depends on each "
                         "image's size (onnxruntime-genai's phi_image_processor)"),
-    "gemma3": ("vision", _GEMMA3),
     "mistral3": ("vision", "Pixtral images: pixel_values [images, 3, height, width] with "
                            "image_sizes, [IMG] tokens with an [IMG_BREAK] after each row and "
                            "[IMG_END] (onnxruntime-genai's mistral3_image_processor)"),
@@ -95,6 +94,7 @@ def check(model: dict[str, Any], file: str) -> None:
 _VISION_KEYS = ("filename", "config_filename", "spatial_merge_size", "patch_size", "window_size",
                 "tokens_per_second", "session_options", "inputs", "outputs")
 _VISION_INPUTS = ("pixel_values", "image_grid_thw")
+_GEMMA3_VISION_KEYS = ("filename", "config_filename", "session_options", "inputs", "outputs")
 _EMBEDDING_KEYS = ("filename", "session_options", "inputs", "outputs")
 _EMBEDDING_INPUTS = ("input_ids", "image_features")
 
@@ -137,6 +137,23 @@ def _session(section: dict[str, Any], file: str, path: str) -> dict[str, Any]:
     return session
 
 
+def _soft_token(file: str) -> int:
+    """Gemma 3's <image_soft_token> id from the bundle's tokenizer.json, as onnxruntime-genai's
+    gemma_image_processor finds it (genai_config.json has no image_token_id for it)."""
+    import os
+
+    from .load import read_json
+
+    path = os.path.join(os.path.dirname(file), "tokenizer.json")
+    doc = read_json(path) if os.path.isfile(path) else {}
+    for entry in doc.get("added_tokens", []) if isinstance(doc, dict) else []:
+        if isinstance(entry, dict) and entry.get("content") == "<image_soft_token>":
+            return entry.get("id")
+    raise ConfigError('model.type "gemma3": images take the <image_soft_token> id, found neither '
+                      "model.image_token_id nor that token in tokenizer.json's added_tokens",
+                      file=file, path="$.model.image_token_id")
+
+
 def translate(model: dict[str, Any], doc: dict[str, Any], file: str) -> dict[str, Any]:
     """The decoder-only translation ``doc`` of a bundle with model.vision / model.embedding,
     extended to the vision-language flow (model.type "qwen2_5_vl"); unchanged without them."""
@@ -147,13 +164,17 @@ def translate(model: dict[str, Any], doc: dict[str, Any], file: str) -> dict[str
         if name not in model:
             _refuse(kind, f"image input without a model.{name} section", file, "$.model")
     vision, embedding = _section(model, "vision", file), _section(model, "embedding", file)
-    _keys(vision, _VISION_KEYS, kind, file, "$.model.vision")
-    _keys(vision.get("inputs", {}), _VISION_INPUTS, kind, file, "$.model.vision.inputs")
+    gemma = kind == "gemma3"
+    _keys(vision, _GEMMA3_VISION_KEYS if gemma else _VISION_KEYS, kind, file, "$.model.vision")
+    _keys(vision.get("inputs", {}), ("pixel_values",) if gemma else _VISION_INPUTS, kind, file,
+          "$.model.vision.inputs")
     _keys(vision.get("outputs", {}), ("image_features",), kind, file, "$.model.vision.outputs")
     _keys(embedding, _EMBEDDING_KEYS, kind, file, "$.model.embedding")
     _keys(embedding.get("inputs", {}), _EMBEDDING_INPUTS, kind, file, "$.model.embedding.inputs")
     _keys(embedding.get("outputs", {}), ("inputs_embeds",), kind, file, "$.model.embedding.outputs")
     token = model.get("image_token_id")
+    if gemma and token is None:
+        token = _soft_token(file)
     if not isinstance(token, int) or isinstance(token, bool):
         raise ConfigError(f"expected the image token id (an integer), found {describe(token)}", file=file,
                           path="$.model.image_token_id")
@@ -186,10 +207,11 @@ def translate(model: dict[str, Any], doc: dict[str, Any], file: str) -> dict[str
     if embeds != decoder_in:
         wires.append({"from": f"embedding.{embeds}", "to": f"decoder.{decoder_in}"})
     pipeline["dataflow"] = wires
-    positions = pipeline["state"]["position_ids"]
-    positions.update(strategy="mrope_3d", spatial_merge_size=merge)
+    if not gemma:   # gemma3: ordinary positions (its decoder reads them from the attention mask)
+        positions = pipeline["state"]["position_ids"]
+        positions.update(strategy="mrope_3d", spatial_merge_size=merge)
     doc["tokens"].setdefault("extra", {})["image_token"] = token
     doc.setdefault("preprocessing", {})["image"] = {
         "config": vision.get("config_filename", "processor_config.json"), "format": "ort-extensions",
-        "pixel_values": pixels, "grid_thw": grid}
+        "pixel_values": pixels, **({} if gemma else {"grid_thw": grid})}
     return doc

@@ -1,8 +1,10 @@
 """The image processor's JSON (transformers' preprocessor_config.json keys) as a typed object.
 
-Only Qwen2-VL's processor rules are implemented (dynamic resolution: smart_resize, bicubic,
-rescale, normalise, patchify); a file naming another processor type, a key this runtime would
-ignore, or a value it can't honour is refused at load with the file and JSON path.
+Two processors' rules are implemented: Qwen2-VL's (dynamic resolution: smart_resize, bicubic,
+rescale, normalise, patchify) and Gemma 3's (a fixed size.height x size.width, bicubic, rescale,
+normalise, [1, 3, h, w] pixels, image_seq_length soft tokens per image); a file naming another
+processor type, a key this runtime would ignore, or a value it can't honour is refused at load
+with the file and JSON path.
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ from ..config.schema import Range, spec
 from ..errors import ConfigError
 from . import ort_extensions
 
-PROCESSOR_TYPES = ("Qwen2VLImageProcessor", "Qwen2VLImageProcessorFast", "Qwen2VLImageProcessorPil")
+QWEN_TYPES = ("Qwen2VLImageProcessor", "Qwen2VLImageProcessorFast", "Qwen2VLImageProcessorPil")
+FIXED_TYPES = ("Gemma3ImageProcessor",)   # every image resized to size.height x size.width
+PROCESSOR_TYPES = QWEN_TYPES + FIXED_TYPES
 BICUBIC = 3   # PIL's code for the bicubic filter, the only one implemented
 PIXELS = Range(1, 2 ** 26, "pixels")   # an image resized to the budget is allocated whole
 
@@ -28,6 +32,8 @@ class PixelBudget:
     longest_edge: int | None = spec(None, "most pixels (max_pixels)", range=PIXELS)
     min_pixels: int | None = spec(None, "fewest pixels (older spelling)", range=PIXELS)
     max_pixels: int | None = spec(None, "most pixels (older spelling)", range=PIXELS)
+    height: int | None = spec(None, "fixed height (Gemma3ImageProcessor)", range=Range(1, 8192, "pixels"))
+    width: int | None = spec(None, "fixed width (Gemma3ImageProcessor)", range=Range(1, 8192, "pixels"))
 
 
 @dataclass(frozen=True)
@@ -52,6 +58,13 @@ class ImageProcessorConfig:
     temporal_patch_size: int = spec(2, "frames per patch (a still image is repeated)",
                                     range=Range(1, 16, "frames"))
     merge_size: int = spec(2, "patches merged per token along each axis", range=Range(1, 64, "patches"))
+    image_seq_length: int = spec(256, "soft tokens per image (Gemma3ImageProcessor)",
+                                 range=Range(1, 1 << 20, "tokens"))
+
+    @property
+    def fixed(self) -> bool:
+        """Every image resized to one size (Gemma 3), not Qwen2-VL's patch rows."""
+        return self.image_processor_type in FIXED_TYPES
 
     @property
     def factor(self) -> int:
@@ -83,6 +96,11 @@ def load_processor_config(bundle_dir: str, ref: str, where: str) -> tuple[ImageP
 
 
 def _check(config: ImageProcessorConfig, file: str) -> None:
+    if config.fixed:
+        size = config.size or PixelBudget()
+        if size.height is None or size.width is None:
+            raise ConfigError(f"{config.image_processor_type} resizes every image to one size: expected "
+                              f'"size": {{"height": ..., "width": ...}}, found {size}', file=file, path="$.size")
     if config.resample != BICUBIC:
         raise ConfigError(f"resample {config.resample} is not supported: only {BICUBIC} (bicubic) is implemented",
                           file=file, path="$.resample")

@@ -18,6 +18,7 @@ from .processor import Image, ImageProcessor
 from .tokens import expand_image_tokens, tokens_per_image
 
 SPEC_PATH = "$.preprocessing.image"
+BOI, SOFT, EOI = "<start_of_image>", "<image_soft_token>", "<end_of_image>"   # Gemma 3's markers
 MADE = {"pixel_values": (2, "float32"), "grid_thw": (2, "int64")}   # rank and dtype of each output
 
 
@@ -90,7 +91,7 @@ def attach(config, plan, sessions: dict, components: list, executor) -> None:
                                   "token: set position_ids.spatial_merge_size or preprocessing.image",
                                   file=file, path="$.pipeline.state.position_ids.spatial_merge_size")
     if processor is not None:
-        check_expected(spec, plan, sessions, file)
+        check_expected(spec, plan, sessions, file, processor.fixed)
 
 
 def _check_fed_rows(p, file: str, path: str) -> None:
@@ -112,11 +113,12 @@ def _keep(plan, session: str, name: str) -> None:
                         names.append(name)
 
 
-def check_expected(spec: PipelineSpec, plan, sessions: dict, file: str) -> None:
+def check_expected(spec: PipelineSpec, plan, sessions: dict, file: str, fixed: bool = False) -> None:
     """``expected_outputs``: each names an output of the image front end, with the rank and
     dtype it has; every session input it feeds must have them too."""
     image = spec.preprocessing.image
-    made = {image.pixel_values: MADE["pixel_values"], image.grid_thw: MADE["grid_thw"]}
+    made = ({image.pixel_values: (4, "float32")} if fixed   # Gemma 3: [1, 3, h, w], no grid
+            else {image.pixel_values: MADE["pixel_values"], image.grid_thw: MADE["grid_thw"]})
     for name, expected in image.expected_outputs.items():
         path = f"{SPEC_PATH}.expected_outputs.{name}"
         if name not in made:
@@ -153,6 +155,22 @@ class ImageFrontEnd:
         token = spec.tokens.extra.get("image_token")
         self.token = token if isinstance(token, int) and not isinstance(token, bool) else None
 
+    def expand_prompt(self, text: str, count: int) -> str:
+        """A fixed-size (Gemma 3) processor's text rule, as onnxruntime-genai's
+        gemma_image_processor and transformers' Gemma3Processor apply it before tokenizing: each
+        "<start_of_image>" becomes "\\n\\n<start_of_image>", image_seq_length "<image_soft_token>"
+        and "<end_of_image>\\n\\n"; an empty prompt is one "<start_of_image>" per image. A prompt
+        that already holds soft tokens, or any prompt of another processor, is kept."""
+        if not self.config.fixed or SOFT in text:
+            return text
+        if not text:
+            text = " ".join([BOI] * count)
+        found = text.count(BOI)
+        if found != count:
+            raise InputError(f"the prompt has {found} {BOI} for {count} image(s): put one {BOI} per "
+                             "image where it goes")
+        return text.replace(BOI, f"\n\n{BOI}{SOFT * self.config.image_seq_length}{EOI}\n\n")
+
     def prepare(self, ids: list[int], images) -> tuple[list[int], dict]:
         """(the ids with each image token expanded, the per-image pipeline inputs)."""
         images = list(images or ())
@@ -170,6 +188,9 @@ class ImageFrontEnd:
                 done.append(self.processor.process(image))
             except InputError as exc:   # say which image
                 raise InputError(f"images[{i}]: {exc.message}") from None
+        if self.config.fixed:   # Gemma 3: image_seq_length soft tokens per image, no grid
+            ids = expand_image_tokens(ids, self.token, [self.config.image_seq_length] * len(done))
+            return ids, {self.spec.pixel_values: Items(d.pixel_values for d in done)}
         counts = [tokens_per_image(d.grid, self.config.merge_size) for d in done]
         ids = expand_image_tokens(ids, self.token, counts)
         return ids, {self.spec.pixel_values: Items(d.pixel_values for d in done),

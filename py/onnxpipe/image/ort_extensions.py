@@ -3,9 +3,11 @@
 
 The list onnxruntime-genai ships for Qwen2.5-VL: DecodeImage, ConvertRGB, Resize (smart_resize,
 Pillow's bicubic, which ort-extensions vendors), Rescale, Normalize (its ``qwen2_5_vl`` flag
-puts the decoded BGR channels in RGB order) and PatchImage. Those are the steps onnxpipe's
-image graph runs, in that order; any other step, order, attribute or value is refused with
-the JSON path in the file.
+puts the decoded BGR channels in RGB order) and PatchImage. The list it ships for Gemma 3
+(model.type "gemma3"): DecodeImage, Resize to a fixed width x height (keep_aspect_ratio 0,
+CUBIC), Rescale, Normalize and Permute3D [2, 0, 1] (channels first), read as transformers'
+Gemma3ImageProcessor keys. Those are the steps onnxpipe's image graph runs, in that order;
+any other step, order, attribute or value is refused with the JSON path in the file.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 from ..config.parse import describe
 from ..errors import ConfigError
 
-ORDER = ("DecodeImage", "ConvertRGB", "Resize", "Rescale", "Normalize", "PatchImage")
+ORDER = ("DecodeImage", "ConvertRGB", "Resize", "Rescale", "Normalize", "PatchImage", "Permute3D")
 _ATTRS = {
     "DecodeImage": ("color_space",),
     "ConvertRGB": (),
@@ -25,6 +27,7 @@ _ATTRS = {
     "Rescale": ("rescale_factor",),
     "Normalize": ("mean", "std", "qwen2_5_vl", "qwen3_vl"),
     "PatchImage": ("patch_size", "temporal_patch_size", "merge_size"),
+    "Permute3D": ("dims",),
 }
 # ort-extensions' defaults for the attributes read here
 _RESIZE = {"interpolation": "CUBIC", "smart_resize": 0, "min_pixels": 3136, "max_pixels": 12845056,
@@ -60,7 +63,7 @@ def to_processor_keys(doc: dict[str, Any], file: str) -> dict[str, Any]:
         kind = op["type"]
         if kind not in ORDER:
             _fail(f'transform "{kind}" is not supported: onnxpipe runs {", ".join(ORDER)} (the '
-                  f"Qwen2-VL / Qwen2.5-VL image steps), in that order", file, f"{path}.type")
+                  f"Qwen2-VL / Qwen2.5-VL and Gemma 3 image steps), in that order", file, f"{path}.type")
         if ORDER.index(kind) <= last:
             _fail(f'transform "{kind}" out of order: onnxpipe runs {", ".join(ORDER)} in that order, '
                   "each at most once", file, f"{path}.type")
@@ -73,10 +76,16 @@ def to_processor_keys(doc: dict[str, Any], file: str) -> dict[str, Any]:
                 _fail(f'unknown {kind} attribute "{key}"; valid: {", ".join(_ATTRS[kind]) or "none"}',
                       file, f"{path}.attrs.{key}")
         steps[kind] = (attrs, f"{path}.attrs")
+    if "DecodeImage" in steps and "Permute3D" in steps and "PatchImage" not in steps:
+        return _fixed_size(steps, file)
+    if "Permute3D" in steps:
+        _fail("Permute3D with PatchImage: a list either cuts patch rows (Qwen2-VL) or puts the "
+              "channels first (Gemma 3), not both", file, steps["Permute3D"][1][:-len(".attrs")] + ".type")
     for kind in ("DecodeImage", "PatchImage"):
         if kind not in steps:
             _fail(f"no {kind} transform: onnxpipe's image steps start from a decoded image and end "
-                  "in patch rows", file, "$.processor.transforms")
+                  "in patch rows (Qwen2-VL) or channels-first pixels (Permute3D, Gemma 3)", file,
+                  "$.processor.transforms")
     attrs, path = steps["DecodeImage"]
     if attrs.get("color_space", "RGB") != "RGB":
         _fail(f'color_space: only "RGB" is supported, found {describe(attrs["color_space"])}', file,
@@ -112,6 +121,60 @@ def to_processor_keys(doc: dict[str, Any], file: str) -> dict[str, Any]:
         if not (attrs.get("qwen2_5_vl") or attrs.get("qwen3_vl")):
             _fail("without qwen2_5_vl: 1 (or qwen3_vl: 1) ort-extensions normalises the decoded "
                   "channels in B, G, R order; only the RGB order is supported", file, path)
+        out.update(image_mean=attrs.get("mean", [0.48145466, 0.4578275, 0.40821073]),
+                   image_std=attrs.get("std", [0.26862954, 0.26130258, 0.27577711]))
+    return out
+
+
+def _fixed_size(steps: dict[str, tuple[dict[str, Any], str]], file: str) -> dict[str, Any]:
+    """Gemma 3's list (onnxruntime-genai's gemma_image_processor): every image resized to one
+    width x height, channels first; transformers' Gemma3ImageProcessor keys."""
+    attrs, path = steps["DecodeImage"]
+    if attrs.get("color_space", "RGB") != "RGB":
+        _fail(f'color_space: only "RGB" is supported, found {describe(attrs["color_space"])}', file,
+              f"{path}.color_space")
+    if "ConvertRGB" in steps:
+        _fail("ConvertRGB before a fixed-size resize (Permute3D list): not part of Gemma 3's steps, "
+              "not supported", file, steps["ConvertRGB"][1][:-len(".attrs")] + ".type")
+    attrs, path = steps["Permute3D"]
+    if attrs.get("dims") != [2, 0, 1]:
+        _fail(f"dims: only [2, 0, 1] (channels first) is supported, found {describe(attrs.get('dims'))}",
+              file, f"{path}.dims")
+    if "Resize" not in steps:
+        _fail("no Resize transform: a channels-first (Permute3D) list needs the fixed size its "
+              "vision session takes", file, "$.processor.transforms")
+    attrs, path = steps["Resize"]
+    for key in ("smart_resize", "min_pixels", "max_pixels", "patch_size", "merge_size"):
+        if key in attrs:
+            _fail(f"{key}: a Qwen2-VL resize attribute, not supported with Permute3D (a fixed "
+                  "width x height)", file, f"{path}.{key}")
+    for key in ("width", "height"):
+        value = attrs.get(key)
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            _fail(f"expected the fixed {key} (a positive integer), found {describe(value)}", file,
+                  f"{path}.{key}")
+    if attrs.get("keep_aspect_ratio", 1) != 0:
+        _fail("keep_aspect_ratio: only 0 is supported (every image stretched to width x height); "
+              f"found {describe(attrs.get('keep_aspect_ratio', 1))}"
+              f"{'' if 'keep_aspect_ratio' in attrs else ' (the default when absent)'}", file,
+              f"{path}.keep_aspect_ratio")
+    if attrs.get("interpolation", "CUBIC") != "CUBIC":
+        _fail(f'interpolation: only "CUBIC" is supported, found {describe(attrs["interpolation"])}',
+              file, f"{path}.interpolation")
+    out: dict[str, Any] = {"image_processor_type": "Gemma3ImageProcessor", "do_convert_rgb": True,
+                           "do_resize": True, "resample": 3,
+                           "size": {"height": attrs["height"], "width": attrs["width"]},
+                           "do_rescale": "Rescale" in steps, "do_normalize": "Normalize" in steps,
+                           "image_seq_length": 256}   # onnxruntime-genai's, fixed
+    if "Rescale" in steps:
+        out["rescale_factor"] = steps["Rescale"][0].get("rescale_factor", 1 / 255)
+    if "Normalize" in steps:
+        attrs, path = steps["Normalize"]
+        for key in ("qwen2_5_vl", "qwen3_vl"):
+            if attrs.get(key):
+                _fail(f"{key}: the Qwen-VL channel swap, not supported in a Permute3D list", file,
+                      f"{path}.{key}")
+        # without the flag ort-extensions normalises the decoded R, G, B channels in place
         out.update(image_mean=attrs.get("mean", [0.48145466, 0.4578275, 0.40821073]),
                    image_std=attrs.get("std", [0.26862954, 0.26130258, 0.27577711]))
     return out

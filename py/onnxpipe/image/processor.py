@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import InputError
-from ..ops.image import patchify_graph
+from ..ops.image import nchw_graph, patchify_graph
 from .config import ImageProcessorConfig
 from .resize import smart_resize, vertical_first
 
@@ -56,7 +56,7 @@ def check_size(width: int, height: int, what: str) -> None:
 @dataclass(frozen=True)
 class ProcessedImage:
     pixel_values: tuple[list, tuple[int, int]]   # (flat float32 values, (patches, patch_dim))
-    grid: tuple[int, int, int]                   # (t, h, w) in patches
+    grid: tuple[int, int, int] | None            # (t, h, w) in patches; None for a fixed size
 
 
 class ImageProcessor:
@@ -67,6 +67,8 @@ class ImageProcessor:
 
     def target_size(self, height: int, width: int) -> tuple[int, int]:
         c = self.config
+        if c.fixed:
+            return c.size.height, c.size.width
         if c.do_resize:
             return smart_resize(height, width, c.factor, *c.pixel_range)
         if height % c.factor or width % c.factor:
@@ -78,6 +80,8 @@ class ImageProcessor:
         c, backend = self.config, self.backend
         height, width = self.target_size(image.height, image.width)
         resize = (height, width) != (image.height, image.width)
+        if c.fixed:
+            return self._nchw(image, height, width, resize)
         graph = patchify_graph(c.temporal_patch_size, resize,
                                resize and vertical_first(image.height, image.width, height, width),
                                c.rescale_factor if c.do_rescale else None,
@@ -95,3 +99,18 @@ class ImageProcessor:
         values = backend.to_list(out)
         backend.dispose_many(list(feeds.values()) + [out])
         return ProcessedImage((values, rows), (1, gh, gw))
+
+    def _nchw(self, image: Image, height: int, width: int, resize: bool) -> ProcessedImage:
+        """Gemma 3: [1, 3, height, width] pixels. ort-extensions' resize (Pillow's ImagingResample,
+        which it vendors) runs the horizontal pass first."""
+        c, backend = self.config, self.backend
+        graph = nchw_graph(resize, False, c.rescale_factor if c.do_rescale else None,
+                           tuple(c.image_mean) if c.do_normalize else None,
+                           tuple(c.image_std) if c.do_normalize else None)
+        session = backend.open_graph(graph, self.provider)
+        feeds = {"rgb": backend.tensor(memoryview(image.rgb), "uint8", (image.height, image.width, 3)),
+                 "sizes": backend.tensor([1, 3, height, width], "int64", (4,))}
+        out = backend.run(session, feeds, ["pixel_values"])["pixel_values"]
+        values = backend.to_list(out)
+        backend.dispose_many(list(feeds.values()) + [out])
+        return ProcessedImage((values, (1, 3, height, width)), None)

@@ -21,7 +21,7 @@ from functools import lru_cache
 
 from .proto import Graph
 
-__all__ = ["patchify_graph"]
+__all__ = ["nchw_graph", "patchify_graph"]
 
 OPSET = 18   # Resize's ``antialias`` attribute
 
@@ -35,6 +35,35 @@ def patchify_graph(temporal: int, resize: bool, vertical_first: bool, rescale: f
     g.input("sizes", "int64", [4])
     g.input("blocks", "int64", [7])
     g.input("rows", "int64", [2])
+    x = _pixels(g, resize, vertical_first, rescale, mean, std)
+    x = g.node("Reshape", [x, "blocks"], "blocks7")
+    x = g.node("Transpose", [x], "patch_major", perm=[1, 4, 2, 5, 0, 3, 6])
+    g.const("axis5", [5], "int64", [1])
+    x = g.node("Unsqueeze", [x, "axis5"], "framed")
+    g.const("repeat", [1, 1, 1, 1, 1, temporal, 1, 1], "int64", [8])
+    x = g.node("Tile", [x, "repeat"], "frames")
+    g.node("Reshape", [x, "rows"], "pixel_values")
+    g.output("pixel_values", "float32", ["patches", "patch_dim"])
+    return g.to_bytes(opset=OPSET)
+
+
+@lru_cache(maxsize=None)
+def nchw_graph(resize: bool, vertical_first: bool, rescale: float | None,
+               mean: tuple[float, ...] | None, std: tuple[float, ...] | None) -> bytes:
+    """Steps 1 and 2 only, for a fixed-size processor (Gemma 3): input ``rgb`` uint8 [h, w, 3]
+    and ``sizes`` [4] = 1, 3, new_h, new_w; output ``pixel_values`` float32 [1, 3, new_h, new_w]."""
+    g = Graph("image_nchw")
+    g.input("rgb", "uint8", ["h", "w", 3])
+    g.input("sizes", "int64", [4])
+    x = _pixels(g, resize, vertical_first, rescale, mean, std)
+    g.node("Identity", [x], "pixel_values")
+    g.output("pixel_values", "float32", [1, 3, "height", "width"])
+    return g.to_bytes(opset=OPSET)
+
+
+def _pixels(g: Graph, resize: bool, vertical_first: bool, rescale: float | None,
+            mean: tuple[float, ...] | None, std: tuple[float, ...] | None) -> str:
+    """Resize (step 1), rescale and normalise (step 2) of ``rgb``: the name of the [1, 3, h, w] result."""
     x = g.node("Cast", ["rgb"], "rgb_f", to=1)
     x = g.node("Transpose", [x], "chw", perm=[2, 0, 1])
     g.const("axis0", [0], "int64", [1])
@@ -58,12 +87,4 @@ def patchify_graph(temporal: int, resize: bool, vertical_first: bool, rescale: f
         g.const("mean", list(mean), "float32", [1, 3, 1, 1])
         g.const("std", list(std), "float32", [1, 3, 1, 1])
         x = g.node("Div", [g.node("Sub", [x, "mean"], "centred"), "std"], "normalised")
-    x = g.node("Reshape", [x, "blocks"], "blocks7")
-    x = g.node("Transpose", [x], "patch_major", perm=[1, 4, 2, 5, 0, 3, 6])
-    g.const("axis5", [5], "int64", [1])
-    x = g.node("Unsqueeze", [x, "axis5"], "framed")
-    g.const("repeat", [1, 1, 1, 1, 1, temporal, 1, 1], "int64", [8])
-    x = g.node("Tile", [x, "repeat"], "frames")
-    g.node("Reshape", [x, "rows"], "pixel_values")
-    g.output("pixel_values", "float32", ["patches", "patch_dim"])
-    return g.to_bytes(opset=OPSET)
+    return x

@@ -168,6 +168,8 @@ class TextGeneration:
     def _prepare(self, prompt, input_ids, max_new_tokens, search, images=None):
         """(prompt ids, options, the images' pipeline inputs)."""
         self.loaded.require_loop(True, "run(inputs=...); generate() and chat() need a token loop")
+        if isinstance(prompt, str) and images and self.loaded.images is not None:
+            prompt = self.loaded.images.expand_prompt(prompt, len(images))   # Gemma 3's text rule
         ids, pictures = self.loaded.with_images(self.prompt_ids(prompt, input_ids), images)
         opts = self.loaded.options(search, max_new_tokens, DEFAULT_MAX_NEW_TOKENS)
         self.check_length(len(ids), opts)

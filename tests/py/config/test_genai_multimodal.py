@@ -54,7 +54,6 @@ def test_qwen_vl_family_beyond_qwen25_vl(kind, name):
 
 @pytest.mark.parametrize("kind, path, text", [
     ("phi3v", "$.model.vision", "Phi-3-vision HD crops"),
-    ("gemma3", "$.model.vision", "Gemma 3 images: each resized to 896x896"),
     ("mistral3", "$.model.vision", "Pixtral images"),
     ("videochat_flash_qwen", "$.model.vision", "VideoChat-Flash video frames"),
     ("gemma4", "$.model.vision", "Gemma 4 images"),
@@ -191,3 +190,59 @@ def test_qwen25_vl_needs_the_image_token_id():
 def test_qwen25_vl_speech_is_still_refused():
     exc = refusal(qwen25(speech=SPEECH))
     assert exc.path == "$.model.speech"
+
+
+GEMMA3_VISION = {"filename": "vision.onnx", "config_filename": "processor_config.json",
+                 "inputs": {"pixel_values": "pixel_values"}, "outputs": {"image_features": "image_features"}}
+
+
+def gemma3(**extra):
+    g = bundle("gemma3", embedding=EMBEDDING, vision=GEMMA3_VISION, image_token_id=262144, **extra)
+    g["model"]["vocab_size"] = 262208
+    return g
+
+
+def test_gemma3_translation():
+    """Gemma 3: the Qwen2.5-VL flow without mrope (ordinary positions) or a grid input."""
+    doc = genai_v1.translate(gemma3())
+    pipeline = doc["pipeline"]
+    assert pipeline["flow"] == [
+        {"run": "vision", "when": "init", "loop": "per_image", "loop_over": "pixel_values"},
+        {"run": "embedding", "when": "step",
+         "merge": {"from": "vision.image_features", "into": "image_features", "token": "image_token"}},
+        {"run": "decoder", "when": "step"}]
+    assert pipeline["state"]["position_ids"].get("strategy") != "mrope_3d"
+    assert doc["tokens"]["extra"] == {"image_token": 262144}
+    assert doc["preprocessing"]["image"] == {"config": "processor_config.json", "format": "ort-extensions",
+                                             "pixel_values": "pixel_values"}
+
+
+@pytest.mark.parametrize("key, path", [
+    ({"inputs": {"pixel_values": "pixel_values", "image_sizes": "image_sizes"}},
+     "$.model.vision.inputs.image_sizes"),
+    ({"spatial_merge_size": 2}, "$.model.vision.spatial_merge_size"),
+])
+def test_gemma3_vision_keys_onnxpipe_does_not_run_are_named(key, path):
+    g = gemma3()
+    g["model"]["vision"].update(key)
+    exc = refusal(g)
+    assert exc.path == path
+    assert f'model.type "gemma3": the key "{path.rsplit(".", 1)[1]}"' in exc.message
+
+
+def test_gemma3_image_token_from_the_tokenizer(tmp_path):
+    """Without model.image_token_id the <image_soft_token> id comes from tokenizer.json, as
+    onnxruntime-genai's gemma_image_processor finds it; absent there too, refused."""
+    import json
+
+    g = gemma3()
+    del g["model"]["image_token_id"]
+    file = str(tmp_path / "genai_config.json")
+    (tmp_path / "tokenizer.json").write_text(json.dumps(
+        {"added_tokens": [{"id": 262144, "content": "<image_soft_token>"}]}))
+    assert genai_v1.translate(g, file)["tokens"]["extra"] == {"image_token": 262144}
+    (tmp_path / "tokenizer.json").write_text(json.dumps({"added_tokens": []}))
+    with pytest.raises(ConfigError) as info:
+        genai_v1.translate(g, file)
+    assert (info.value.file, info.value.path) == (file, "$.model.image_token_id")
+    assert "found neither model.image_token_id nor that token in tokenizer.json" in info.value.message

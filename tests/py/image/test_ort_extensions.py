@@ -79,3 +79,44 @@ def test_other_transforms_and_orders(tmp_path):
     doc = copy.deepcopy(PROCESSOR)
     doc["processor"]["transforms"].pop()
     refused(tmp_path, doc, "$.processor.transforms", "no PatchImage transform")
+
+
+def gemma3_list(index=None, **attrs):
+    from tests.fixtures.genai_gemma3 import PROCESSOR as GEMMA3
+
+    doc = copy.deepcopy(GEMMA3)
+    if index is not None:
+        doc["processor"]["transforms"][index]["operation"].setdefault("attrs", {}).update(attrs)
+    return doc
+
+
+def test_genai_gemma3_list_reads_as_gemma3_keys(tmp_path):
+    """onnxruntime-genai's Gemma 3 list (Resize to a fixed size, Permute3D): a fixed size,
+    bicubic, rescale, normalise, 256 soft tokens per image."""
+    config = load(tmp_path, gemma3_list())
+    assert config.fixed and config.image_processor_type == "Gemma3ImageProcessor"
+    assert (config.size.height, config.size.width, config.image_seq_length) == (64, 64, 256)
+    assert (config.resample, config.do_rescale, config.do_normalize) == (3, True, True)
+    assert list(config.image_mean) == [0.5] * 3 and list(config.image_std) == [0.5] * 3
+
+
+@pytest.mark.parametrize("index, attrs, key, text", [
+    (1, {"keep_aspect_ratio": 1}, "keep_aspect_ratio", "keep_aspect_ratio: only 0 is supported"),
+    (1, {"interpolation": "LINEAR"}, "interpolation", 'interpolation: only "CUBIC" is supported'),
+    (1, {"smart_resize": 1}, "smart_resize", "a Qwen2-VL resize attribute, not supported with Permute3D"),
+    (1, {"width": 0}, "width", "expected the fixed width (a positive integer), found integer 0"),
+    (3, {"qwen2_5_vl": 1}, "qwen2_5_vl", "the Qwen-VL channel swap, not supported in a Permute3D list"),
+    (4, {"dims": [0, 1, 2]}, "dims", "dims: only [2, 0, 1] (channels first) is supported"),
+])
+def test_gemma3_values_onnxpipe_does_not_run(tmp_path, index, attrs, key, text):
+    refused(tmp_path, gemma3_list(index, **attrs), f"$.processor.transforms[{index}].operation.attrs.{key}",
+            text)
+
+
+def test_gemma3_list_without_a_resize_or_with_patches(tmp_path):
+    doc = gemma3_list()
+    del doc["processor"]["transforms"][1]
+    refused(tmp_path, doc, "$.processor.transforms", "no Resize transform: a channels-first (Permute3D) list")
+    doc = copy.deepcopy(PROCESSOR)
+    doc["processor"]["transforms"].append(gemma3_list()["processor"]["transforms"][4])
+    refused(tmp_path, doc, "$.processor.transforms[6].operation.type", "Permute3D with PatchImage")
