@@ -524,6 +524,9 @@ class PhonemesPreprocessing:
                            "clauses, a longer clause is an input error", range=Range(0, 2 ** 20, "ids"))
 
 
+CENTER_PADS = ("zero", "reflect")
+
+
 @dataclass(frozen=True)
 class LogMelFeatures:
     """Whisper-style log-mel features the runtime computes from the waveform (ops/log_mel.py)."""
@@ -532,8 +535,15 @@ class LogMelFeatures:
     hop_length: int = spec(160, "samples between frames", range=Range(1, 2 ** 16, "samples"))
     n_mels: int = spec(80, "mel bands (Slaney scale and normalisation, 0 Hz to half the sample rate)",
                        range=Range(1, 1024, "bands"))
-    frames: int = spec(3000, "frames the model takes: shorter audio is padded with the floor value",
-                       range=Range(1, 2 ** 20, "frames"))
+    frames: int = spec(3000, "frames the model takes: shorter audio is padded with the floor value "
+                             "(or, with pad_waveform, with frames of silence)", range=Range(1, 2 ** 20, "frames"))
+    center_pad: str = spec("zero", "the n_fft / 2 samples the STFT adds before the first and after the last "
+                                   "sample: zeros (onnxruntime-extensions) or the signal mirrored, as "
+                                   "transformers' WhisperFeatureExtractor does (needs pad_waveform)",
+                           choices=CENTER_PADS)
+    pad_waveform: bool = spec(False, "cut or zero-pad the waveform to frames * hop_length samples before the "
+                                     "STFT, so every frame is computed (transformers); false: frames past the "
+                                     "audio hold the floor value (onnxruntime-extensions)")
 
 
 @dataclass(frozen=True)

@@ -6,13 +6,15 @@
                                              past_key_values.N.decoder/encoder.key/value
                                              -> logits, present.N.decoder/encoder.key/value
 
-The encoder runs once per input (init phase, ``inputs.input_features``); its
+The encoder runs once per input (init phase, ``inputs.audio_features``); its
 ``last_hidden_state`` feeds the decoder's ``encoder_hidden_states`` on every step. The decoder's
 self-attention cache is an ordinary separate KV cache (``.decoder.`` names); the cross-attention
 keys/values (``.encoder.`` names) are ``state.cross_kv``: made by the decoder on its first step,
 fed back unchanged after. The decoder prompt is what transformers.js builds for Whisper:
 ``decoder_start_token_id``, then English and "transcribe" from ``lang_to_id`` / ``task_to_id``
-(or ``forced_decoder_ids``), then ``no_timestamps_token_id``.
+(or ``forced_decoder_ids``), then ``no_timestamps_token_id``. With preprocessor_config.json,
+``preprocessing.audio`` computes those features from a waveform as transformers'
+WhisperFeatureExtractor does (config/tjs_audio.py), so ``transcribe`` works on the folder.
 """
 
 from __future__ import annotations
@@ -21,8 +23,10 @@ import os
 from typing import Any
 
 from ..errors import BundleError, ConfigError
+from .tjs_audio import audio_preprocessing
 
 ENCODER, DECODER = "encoder_model", "decoder_model_merged"
+FEATURES = "audio_features"   # the pipeline input: log-mel features, or the waveform via preprocessing.audio
 LANGUAGE, TASK = "<|en|>", "transcribe"   # transformers.js's defaults without language / task
 SUPPORTED = "whisper"
 
@@ -135,15 +139,18 @@ def translate(folder: str, config: dict, gen: dict, chosen: dict[str, tuple[str,
     preprocessing: dict[str, Any] = {}
     if os.path.isfile(os.path.join(folder, "tokenizer.json")):
         preprocessing["text"] = {"tokenizer": "tokenizer.json"}
+    audio = audio_preprocessing(folder, config, FEATURES)
+    if audio is not None:   # transcribe(waveform): the features made as WhisperFeatureExtractor does
+        preprocessing["audio"] = audio
     metadata = {**metadata, "layout": "encoder-decoder", "language": "en", "task": TASK,
-                "inputs": "audio_features: input_features [1, num_mel_bins, 2 * max_source_positions] "
+                "inputs": f"{FEATURES}: input_features [1, num_mel_bins, 2 * max_source_positions] "
                           "(log-mel features)"}
     return {
         "version": 2,
         "pipeline": {
             "sessions": sessions,
             "flow": [{"run": "encoder", "when": "init"}, {"run": "decoder", "when": "step"}],
-            "dataflow": [{"from": "inputs.audio_features", "to": "encoder.input_features"},
+            "dataflow": [{"from": f"inputs.{FEATURES}", "to": "encoder.input_features"},
                          {"from": "encoder.last_hidden_state", "to": "decoder.encoder_hidden_states"}],
             "state": {"kv_cache": kv,
                       "cross_kv": {"past_pattern": "past_key_values.{layer}.encoder.{kv}",

@@ -13,6 +13,11 @@ bundles (audio_processor_config.json):
 - frames past the audio (up to ``frames``) hold that floor; audio longer than ``frames`` hops
   is cut; audio shorter than one hop gives the floor of silence everywhere.
 
+With ``pad_waveform`` and ``center_pad="reflect"`` it computes them the way transformers'
+``WhisperFeatureExtractor`` does for transformers.js / Optimum Whisper folders instead: the
+samples cut or zero-padded to ``frames * hop`` first (so frames past the audio are frames of
+silence, not the floor), mirrored by n_fft / 2 at both ends, and the last STFT frame dropped.
+
 Pure Python setup (no numpy), so the graph is built in Pyodide too.
 """
 
@@ -21,49 +26,26 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
-from ..config.windows import hann_periodic
+from ..config.windows import hann_periodic, mel_filters
 from .proto import Graph
 
 __all__ = ["hann_periodic", "log_mel_graph", "mel_filters"]
 
-_MIN_LOG_HZ, _MIN_LOG_MEL = 1000.0, 15.0
-_LOG_STEP = 27.0 / math.log(6.4)   # Slaney: mels per natural-log unit of frequency above 1 kHz
-
-
-def _hz_to_mel(hz: float) -> float:
-    if hz < _MIN_LOG_HZ:
-        return 3.0 * hz / 200.0
-    return _MIN_LOG_MEL + math.log(hz / _MIN_LOG_HZ) * _LOG_STEP
-
-
-def _mel_to_hz(mel: float) -> float:
-    if mel < _MIN_LOG_MEL:
-        return 200.0 * mel / 3.0
-    return _MIN_LOG_HZ * math.exp((mel - _MIN_LOG_MEL) / _LOG_STEP)
-
-
-def mel_filters(sample_rate: int, n_fft: int, n_mels: int) -> list[list[float]]:
-    """[n_mels][n_fft // 2 + 1] triangular filters, Slaney scale and area normalisation."""
-    bins = n_fft // 2 + 1
-    nyquist = sample_rate / 2
-    fft_hz = [nyquist * i / (bins - 1) for i in range(bins)]
-    top = _hz_to_mel(nyquist)
-    edges = [_mel_to_hz(top * i / (n_mels + 1)) for i in range(n_mels + 2)]
-    rows = []
-    for m in range(n_mels):
-        lo, mid, hi = edges[m], edges[m + 1], edges[m + 2]
-        norm = 2.0 / (hi - lo)
-        rows.append([norm * max(0.0, min((f - lo) / (mid - lo), (hi - f) / (hi - mid))) for f in fft_hz])
-    return rows
-
 
 @lru_cache(maxsize=4)
-def log_mel_graph(sample_rate: int, n_fft: int, hop: int, n_mels: int, frames: int) -> bytes:
+def log_mel_graph(sample_rate: int, n_fft: int, hop: int, n_mels: int, frames: int,
+                  center_pad: str = "zero", pad_waveform: bool = False) -> bytes:
     """The graph described in the module docstring."""
     for name, value in (("sample_rate", sample_rate), ("n_fft", n_fft), ("hop", hop),
                         ("n_mels", n_mels), ("frames", frames)):
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
             raise ValueError(f"{name}: expected a positive integer, got {value!r}")
+    if center_pad not in ("zero", "reflect"):
+        raise ValueError(f'center_pad: expected "zero" or "reflect", got {center_pad!r}')
+    if center_pad == "reflect" and not (pad_waveform and frames * hop > n_fft // 2):
+        raise ValueError(f"center_pad reflect: expected pad_waveform with frames * hop ({frames * hop}) > "
+                         f"n_fft // 2 ({n_fft // 2}), so there are samples to mirror; got pad_waveform "
+                         f"{pad_waveform!r}")
     bins = n_fft // 2 + 1
     window = hann_periodic(n_fft)
     basis = []   # [2 * bins, 1, n_fft]: windowed cosine rows, then windowed sine rows
@@ -86,8 +68,18 @@ def log_mel_graph(sample_rate: int, n_fft: int, hop: int, n_mels: int, frames: i
     g.const("four", [4.0], "float32", [])
     g.const("quarter", [0.25], "float32", [])
     half = n_fft // 2
-    x = g.node("Unsqueeze", ["waveform", "axis1"], "x3")
-    spec = g.node("Conv", [x, "basis"], "spectrum", pads=[half, half], strides=[hop])
+    wave, conv_pads = "waveform", [half, half]
+    if pad_waveform:   # exactly frames * hop samples: the audio cut, or followed by zeros
+        g.const("total", [frames * hop], "int64", [1])
+        cut = g.node("Slice", [wave, "zero", "total", "axis1"], "wave_cut")
+        missing = g.node("Sub", ["total", g.node("Shape", [cut], "wave_len", start=1)], "wave_missing")
+        wave = g.node("Pad", [cut, g.node("Concat", ["zero", "zero", "zero", missing], "wave_pads", axis=0)],
+                      "wave_padded")
+    if center_pad == "reflect":
+        g.const("center", [0, half, 0, half], "int64", [4])
+        wave, conv_pads = g.node("Pad", [wave, "center"], "wave_mirrored", mode="reflect"), [0, 0]
+    x = g.node("Unsqueeze", [wave, "axis1"], "x3")
+    spec = g.node("Conv", [x, "basis"], "spectrum", pads=conv_pads, strides=[hop])
     spec = g.node("Slice", [spec, "zero", "last", "axis2"], "spectrum_cut")   # n // hop frames
     spec = g.node("Slice", [spec, "zero", "frames", "axis2"], "spectrum_kept")
     re = g.node("Slice", [spec, "zero", "bins", "axis1"], "re")

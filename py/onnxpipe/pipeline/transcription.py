@@ -38,6 +38,13 @@ def check_declarations(loaded) -> None:
     if not shortest <= audio.window_seconds < math.inf:
         raise ConfigError(f"expected window_seconds of at least {shortest} (two {FRAME_SECONDS} s energy frames), "
                           f"finite, found {audio.window_seconds}", file=file, path=f"{path}.window_seconds")
+    mel = audio.log_mel
+    if mel is not None and mel.center_pad == "reflect" and not (
+            mel.pad_waveform and mel.frames * mel.hop_length > mel.n_fft // 2):
+        raise ConfigError(f'center_pad "reflect" needs pad_waveform true and frames * hop_length '
+                          f"({mel.frames * mel.hop_length}) > n_fft / 2 ({mel.n_fft // 2}), so every window "
+                          f"has samples to mirror; found pad_waveform {str(mel.pad_waveform).lower()}", file=file,
+                          path=f"{path}.log_mel.center_pad")
     plan = loaded.executor.plan
     if audio.input not in plan.caller_inputs:
         raise ConfigError(f'"{audio.input}" is not a pipeline input the caller gives; this pipeline takes '
@@ -126,7 +133,7 @@ class Transcription:
         b = self.loaded.backend
         provider = next(iter(self.loaded.sessions.values())).provider
         graph = b.open_graph(log_mel_graph(audio.sample_rate, mel.n_fft, mel.hop_length, mel.n_mels,
-                                           mel.frames), provider)
+                                           mel.frames, mel.center_pad, mel.pad_waveform), provider)
         x = b.tensor(piece, "float32", (1, len(piece)))
         features = b.run(graph, {"waveform": x}, ["features"])["features"]
         host = b.to_float32(features), (1, mel.n_mels, mel.frames)

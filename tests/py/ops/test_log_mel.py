@@ -40,3 +40,22 @@ def test_audio_shorter_than_a_hop_is_the_floor_of_silence():
     out = session.run(None, {"waveform": np.full((1, 100), 0.5, np.float32)})[0]
     assert out.shape == (1, 80, 3000)
     assert np.all(out == (-10 - 8 + 4) / 4)
+
+
+def test_transformers_style_graph_equals_whisper_feature_extractor():
+    # transformers.js / Optimum folders: the waveform zero-padded to 30 s, reflect-padded STFT
+    transformers = pytest.importorskip("transformers")
+    extractor = transformers.WhisperFeatureExtractor(feature_size=80, sampling_rate=16000)
+    session = ort.InferenceSession(log_mel_graph(16000, 400, 160, 80, 3000, "reflect", True),
+                                   providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(1)
+    cases = {"short": 0.3 * rng.standard_normal(8000) * np.sin(np.arange(8000) / 300),
+             "near 30 s": 0.2 * np.sin(np.arange(478_123) * 0.05) + 0.05 * rng.standard_normal(478_123),
+             "longer than 30 s": 0.1 * rng.standard_normal(500_000),
+             "quiet": 1e-4 * rng.standard_normal(24_000)}
+    for what, wave in cases.items():
+        wave = wave.astype(np.float32)
+        ref = extractor(wave, sampling_rate=16000, return_tensors="np")["input_features"]
+        mine = session.run(None, {"waveform": wave[None]})[0]
+        assert mine.shape == ref.shape == (1, 80, 3000)
+        assert np.abs(mine - ref).max() < 1e-4, (what, np.abs(mine - ref).max())
