@@ -69,9 +69,9 @@ describe('WASM: every tiny fixture equals its native greedy tokens', { timeout: 
     if (names.length === 0) t.skip('no tiny fixtures built: run make fixtures');
   });
 
-  // genai_qwen35 and tjs_lfm2 run natively only (one browser case for the hybrid decoders:
+  // genai_qwen35, tjs_lfm2 and tjs_qwen35 run natively only (one browser case for the hybrid decoders:
   // genai_lfm2 covers the conv state in the worker; the others take the same component)
-  for (const name of names.filter((n) => !['genai_qwen35', 'tjs_lfm2'].includes(n))) {
+  for (const name of names.filter((n) => !['genai_qwen35', 'tjs_lfm2', 'tjs_qwen35'].includes(n))) {
     test(name, async () => {
       const e = expected[name];
       assertDecisive(e, name);

@@ -16,9 +16,9 @@ import { TIMEOUTS } from './lib/timeouts.mjs';
 const FP16_WASM_VS_NATIVE = 0.05;
 
 const BUNDLES = path.join(ROOT, 'build', 'e2e', `tjs-${process.pid}`);
-// tjs_lfm2 (a hybrid conv decoder) runs natively only: fixtures.test.mjs's genai_lfm2 is the
+// tjs_lfm2 and tjs_qwen35 (hybrid decoders) run natively only: fixtures.test.mjs's genai_lfm2 is the
 // hybrid state's browser case
-const names = fixtureNames().filter((n) => n.startsWith('tjs_') && n !== 'tjs_lfm2' && fs.existsSync(path.join(FIXTURE_CACHE, n, 'expected.json')));
+const names = fixtureNames().filter((n) => n.startsWith('tjs_') && !['tjs_lfm2', 'tjs_qwen35'].includes(n) && fs.existsSync(path.join(FIXTURE_CACHE, n, 'expected.json')));
 const expected = Object.fromEntries(names.map((n) => [n, JSON.parse(fs.readFileSync(path.join(FIXTURE_CACHE, n, 'expected.json'), 'utf8'))]));
 
 const requestFor = (e) => ({

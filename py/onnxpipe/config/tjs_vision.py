@@ -1,4 +1,5 @@
-"""transformers.js vision-language folders (Qwen2-VL) translated onto the ``vision-language`` preset.
+"""transformers.js vision-language folders (Qwen2-VL) translated onto the ``vision-language`` preset
+(Qwen3.5's text-only pair: tjs_text.py).
 
     config.json  generation_config.json  preprocessor_config.json  [tokenizer.json ...]
     onnx/vision_encoder{suffix}.onnx        pixel_values, grid_thw -> image_features
@@ -14,6 +15,7 @@ vision encoder's ``grid_thw`` from the preprocessing's ``image_grid_thw``.
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any
 
@@ -21,16 +23,42 @@ from ..errors import BundleError, ConfigError
 
 VISION, EMBED, DECODER = "vision_encoder", "embed_tokens", "decoder_model_merged"
 SUPPORTED = ("qwen2_vl",)
+# run as transformers.js's text-generation pipeline runs them: embed_tokens + decoder_model_merged
+# (its text_only_sessions), with a vision_encoder beside them left unused
+TEXT_ONLY = ("qwen3_5", "qwen3_5_text")
 
 
-def files(folder: str, rel_dir: str, suffixes: dict[str, str]) -> dict[str, tuple[str, str, str]]:
-    """dtype -> (vision, embedding, decoder) files, for the dtypes that have all three."""
+def _model_type(folder: str) -> Any:
+    try:
+        with open(os.path.join(folder, "config.json"), encoding="utf-8") as fh:
+            config = json.load(fh)
+    except (OSError, ValueError):
+        return None   # the translation reads config.json again and says what is wrong with it
+    return config.get("model_type") if isinstance(config, dict) else None
+
+
+def text_only(folder: str) -> bool:
+    return _model_type(folder) in TEXT_ONLY
+
+
+def needed(folder: str) -> str:
+    """The files a folder of this model_type needs, for errors."""
+    if text_only(folder):
+        return f"{EMBED}<suffix>.onnx and {DECODER}<suffix>.onnx"
+    return f"{VISION}<suffix>.onnx, {EMBED}<suffix>.onnx and {DECODER}<suffix>.onnx"
+
+
+def files(folder: str, rel_dir: str, suffixes: dict[str, str]) -> dict[str, tuple[str | None, str, str]]:
+    """dtype -> (vision, embedding, decoder) files, for the dtypes that have all three (a text-only
+    model_type: embedding and decoder, vision None)."""
     names = set(os.listdir(os.path.join(folder, rel_dir) if rel_dir else folder))
+    bases = (EMBED, DECODER) if text_only(folder) else (VISION, EMBED, DECODER)
     out = {}
     for dtype, suffix in suffixes.items():
-        triple = tuple(f"{base}{suffix}.onnx" for base in (VISION, EMBED, DECODER))
-        if all(n in names for n in triple):
-            out[dtype] = tuple(f"{rel_dir}/{n}" if rel_dir else n for n in triple)
+        found = tuple(f"{base}{suffix}.onnx" for base in bases)
+        if all(n in names for n in found):
+            paths = tuple(f"{rel_dir}/{n}" if rel_dir else n for n in found)
+            out[dtype] = paths if len(paths) == 3 else (None, *paths)
     return out
 
 
@@ -44,11 +72,16 @@ def _int(doc: dict, key: str, file: str, path: str, required: bool = True) -> in
 
 
 def translate(folder: str, config: dict, gen: dict, chosen: dict[str, tuple[str, str, str]], dtype: str | None,
-              external_data, metadata: dict, token_ids) -> dict[str, Any]:
+              external_data, metadata: dict, token_ids, recurrent: list | None = None) -> dict[str, Any]:
     """The v2 document of a vision-language folder; ``chosen`` maps provider (or "default") to
-    its (vision, embedding, decoder) files; ``token_ids(key)`` reads eos/bos/pad ids."""
+    its (vision, embedding, decoder) files; ``token_ids(key)`` reads eos/bos/pad ids;
+    ``recurrent``: the hybrid decoder's state.recurrent entries (text-only model_types)."""
     model_type = config.get("model_type")
     cfile = os.path.join(folder, "config.json")
+    if model_type in TEXT_ONLY:
+        from .tjs_text import translate as translate_text
+
+        return translate_text(folder, config, gen, chosen, dtype, external_data, metadata, token_ids, recurrent)
     if model_type not in SUPPORTED:
         raise BundleError(f'{folder}: a vision-language folder ({VISION}.onnx + {EMBED}.onnx + {DECODER}.onnx) of '
                           f'model_type "{model_type}" ({cfile}); onnxpipe translates such folders for model_type '

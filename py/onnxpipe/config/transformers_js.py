@@ -152,8 +152,7 @@ def choose_files(folder: str, dtype: str | None) -> dict[str, str]:
         if layout(folder) == "encoder-decoder":
             need = f"{tjs_encoder_decoder.ENCODER}<suffix>.onnx and {tjs_encoder_decoder.DECODER}<suffix>.onnx"
         else:
-            need = (f"{tjs_vision.VISION}<suffix>.onnx, {tjs_vision.EMBED}<suffix>.onnx and "
-                    f"{tjs_vision.DECODER}<suffix>.onnx")
+            need = tjs_vision.needed(folder)
         raise BundleError(f"{where}: a {layout(folder)} folder needs {need} of the same dtype; found "
                           f"{', '.join(found)}")
     if not files:
@@ -207,7 +206,8 @@ def translate(folder: str, dtype: str | None = None) -> dict[str, Any]:
         if kind == "encoder-decoder":
             return tjs_encoder_decoder.translate(folder, config, gen, files, dtype, external, metadata,
                                                  GENERATION_FILE)
-        return tjs_vision.translate(folder, config, gen, files, dtype, external, metadata, token_ids_of(config, gen))
+        return tjs_vision.translate(folder, config, gen, files, dtype, external, metadata, token_ids_of(config, gen),
+                                    _hybrid_state(config))
     data = {ep: _external_data(folder, f) for ep, f in chosen.items()}
     session: dict[str, Any] = {"file": chosen["default"] if dtype else chosen}
     if any(data.values()):

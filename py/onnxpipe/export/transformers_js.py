@@ -6,7 +6,8 @@
 The decoder goes through the legacy ``torch.onnx.export(dynamo=False)`` (plain ONNX ops, no
 contrib ops) around a wrapper with flat tensors: inputs ``input_ids``, ``attention_mask``,
 ``position_ids``, ``past_key_values.N.key/value``; outputs ``logits``, ``present.N.key/value``
-(LFM2: ``past_conv.N`` -> ``present_conv.N`` for its conv layers, KV for the others).
+(LFM2: ``past_conv.N`` -> ``present_conv.N`` for its conv layers, KV for the others; Qwen3.5:
+``embed_tokens.onnx`` + ``decoder_model_merged.onnx`` with conv and recurrent state, tjs_qwen35.py).
 ``merged=True`` writes ``decoder_model_merged*.onnx`` instead, Optimum's layout: the no-past and
 with-past graphs under one ``If`` on a bool ``use_cache_branch`` input, weights shared.
 Precision variants come from ``onnxpipe.export.precision``. CPython only (torch, onnx).
@@ -22,6 +23,7 @@ import warnings
 from pathlib import Path
 
 from ..config.transformers_js import DTYPE_SUFFIX
+from . import tjs_qwen35
 
 OPSET = 17
 # Above this many bytes of weights the graph keeps them in <file>_data (Optimum's naming); the
@@ -269,37 +271,47 @@ def export_folder(model, tokenizer, out_dir, dtypes=("fp32", "fp16", "q4", "q4f1
     onnx_dir = out / "onnx"
     onnx_dir.mkdir(parents=True, exist_ok=True)
     external = weight_bytes(model) > EXTERNAL_DATA_BYTES if external_data is None else external_data
-    base = "decoder_model_merged" if merged else "model"
-    fp32 = onnx_dir / f"{base}.onnx"
+    qwen35 = tjs_qwen35.is_qwen35(model.config)
+    # the files of each dtype, the decoder last (Qwen3.5: embed_tokens + decoder_model_merged)
+    bases = (tjs_qwen35.EMBED, tjs_qwen35.DECODER) if qwen35 else ("decoder_model_merged" if merged else "model",)
+    if qwen35 and merged:
+        raise ValueError("a Qwen3.5 decoder is exported with its state inputs only: merged=False")
     tmp = onnx_dir / ".export"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
     try:
         with eager_attention(model):
-            export_decoder(model, tmp / "with_past.onnx", with_past=True)
+            if qwen35:
+                traced = tjs_qwen35.export(model, str(tmp), OPSET)
+            else:
+                export_decoder(model, tmp / "with_past.onnx", with_past=True)
+                if merged:
+                    export_decoder(model, tmp / "no_past.onnx", with_past=False)
+                traced = (str(tmp / "with_past.onnx"),)
+        for base, path in zip(bases, traced):
             if merged:
-                export_decoder(model, tmp / "no_past.onnx", with_past=False)
-        if merged:
-            proto = merge_decoders(onnx.load(str(tmp / "no_past.onnx")), onnx.load(str(tmp / "with_past.onnx")))
-        else:
-            proto = onnx.load(str(tmp / "with_past.onnx"))
-        save_onnx(proto, fp32, external)
-        del proto
+                proto = merge_decoders(onnx.load(str(tmp / "no_past.onnx")), onnx.load(path))
+            else:
+                proto = onnx.load(path)
+            save_onnx(proto, onnx_dir / f"{base}.onnx", external)
+            del proto
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    written = {"fp32": str(fp32)}
+    written = {"fp32": str(onnx_dir / f"{bases[-1]}.onnx")}
     for dtype in dtypes:
         if dtype == "fp32":
             continue
         from . import precision
 
-        dst = onnx_dir / f"{base}{DTYPE_SUFFIX[dtype]}.onnx"
-        _remove(dst)
-        # external_data None: precision.py decides by the variant's own size
-        getattr(precision, CONVERTERS[dtype])(str(fp32), str(dst), external=external_data)
+        for base in bases:
+            dst = onnx_dir / f"{base}{DTYPE_SUFFIX[dtype]}.onnx"
+            _remove(dst)
+            # external_data None: precision.py decides by the variant's own size
+            getattr(precision, CONVERTERS[dtype])(str(onnx_dir / f"{base}.onnx"), str(dst), external=external_data)
         written[dtype] = str(dst)
     if "fp32" not in dtypes:
-        _remove(fp32)
+        for base in bases:
+            _remove(onnx_dir / f"{base}.onnx")
         del written["fp32"]
     model.config.to_json_file(str(out / "config.json"))
     model.generation_config.to_json_file(str(out / "generation_config.json"))

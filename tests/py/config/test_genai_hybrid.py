@@ -72,7 +72,7 @@ def test_refusals_name_the_genai_key(g, path, message):
 # ---- the builder's bundles ----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["genai_lfm2", "genai_qwen35", "tjs_lfm2"])
+@pytest.mark.parametrize("name", ["genai_lfm2", "genai_qwen35", "tjs_lfm2", "tjs_qwen35"])
 def test_a_chat_continues_the_state_as_a_fresh_prefill_would(name):
     bundle = tiny_models.ensure(name)
     prompt = tiny_models.load_expected(bundle)["input_ids"]

@@ -44,11 +44,12 @@ def test_fixture_folder_translates(tjs_bundle):
     assert doc["preprocessing"]["text"] == {"tokenizer": "tokenizer.json", "config": "tokenizer_config.json",
                                             "chat_template": "chat_template.jinja"}
     assert doc["metadata"]["model_type"] == exp["model_type"]
-    # dtype None: each provider gets its variant (every fixture has fp16, wasm's first choice)
+    # dtype None: each provider gets its variant (fp16, wasm's first choice, where offered: every
+    # fixture but tjs_qwen35, whose fp16 export onnxruntime's CPU fusions get wrong)
     files = {d: v["file"] for d, v in exp["variants"].items()}
     assert decoder(doc)["file"]["cpu"] == files["fp32"]
-    assert decoder(doc)["file"]["wasm"] == files["fp16"]
-    assert decoder(doc)["file"]["webgpu"] == files.get("q4f16", files.get("fp16"))
+    assert decoder(doc)["file"]["wasm"] == files.get("fp16", files["fp32"])
+    assert decoder(doc)["file"]["webgpu"] == files.get("q4f16", files.get("fp16", files.get("q4")))
     config = load_config(tjs_bundle)
     assert config.dtype is None and config.dtypes == tuple(exp["variants"])
     assert config.file == str(tjs_bundle / "config.json")
@@ -261,3 +262,50 @@ def test_vision_language_refusals(tmp_path):
     with pytest.raises(ConfigError) as info:
         load_config(no_image_token)
     assert info.value.path == "$.image_token_id" and info.value.file == str(no_image_token / "config.json")
+
+
+QWEN35 = {"model_type": "qwen3_5", "image_token_id": 248056, "text_config": {
+    "model_type": "qwen3_5_text", "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
+    "head_dim": 32, "max_position_embeddings": 256, "eos_token_id": 2,
+    "layer_types": ["linear_attention", "full_attention", "linear_attention", "full_attention"]}}
+
+
+def test_qwen35_folder_runs_its_text_sessions(tmp_path):
+    # as transformers.js's text-generation pipeline: embed_tokens + decoder_model_merged, the
+    # vision encoder beside them not run; q4 has no embed_tokens_q4, so no q4 pair
+    out = folder(tmp_path, VL_FILES, config=QWEN35, generation={"eos_token_id": [2, 5], "max_length": 100})
+    assert tjs.offered_dtypes(str(out)) == ["fp32", "fp16"]
+    doc = tjs.translate(str(out), "fp16")
+    pipe = doc["pipeline"]
+    assert "extends" not in pipe and [s["run"] for s in pipe["flow"]] == ["embedding", "decoder"]
+    assert {n: s["file"] for n, s in pipe["sessions"].items()} == {
+        "embedding": "onnx/embed_tokens_fp16.onnx", "decoder": "onnx/decoder_model_merged_fp16.onnx"}
+    assert pipe["state"]["position_ids"] == {"strategy": "mrope_3d"}
+    assert pipe["state"]["kv_cache"] == {"format": "separate", "num_heads": 2, "head_size": 32}   # head_dim
+    assert [(e["input"], e["output"], e["layers"]) for e in pipe["state"]["recurrent"]] == [
+        ("past_conv.{layer}", "present_conv.{layer}", [0, 2]),
+        ("past_recurrent.{layer}", "present_recurrent.{layer}", [0, 2])]
+    assert doc["tokens"] == {"eos": [2, 5]} and doc["generation"]["max_length"] == 100
+    # without the vision encoder (a text-only export), the same pair
+    text = folder(tmp_path, ["onnx/embed_tokens.onnx", "onnx/decoder_model_merged.onnx"],
+                  config={**QWEN35["text_config"]}, name="text")
+    assert tjs.chosen_dtypes(str(text), None) == {"cpu": "fp32", "wasm": "fp32", "webgpu": "fp32"}
+    assert decoder(tjs.translate(str(text)))["file"]["wasm"] == "onnx/decoder_model_merged.onnx"
+
+
+def test_qwen35_refusals_name_the_files_and_keys(tmp_path):
+    alone = folder(tmp_path, ["onnx/embed_tokens.onnx", "onnx/vision_encoder.onnx"], config=QWEN35, name="alone")
+    with pytest.raises(BundleError) as info:
+        load_config(alone)
+    assert "needs embed_tokens<suffix>.onnx and decoder_model_merged<suffix>.onnx of the same dtype" \
+        in info.value.message
+    bad = folder(tmp_path, ["onnx/embed_tokens.onnx", "onnx/decoder_model_merged.onnx"],
+                 config={**QWEN35, "text_config": {**QWEN35["text_config"], "head_dim": 0}}, name="bad")
+    with pytest.raises(ConfigError) as info:
+        tjs.translate(str(bad))
+    assert info.value.path == "$.text_config.head_dim" and info.value.file == str(bad / "config.json")
+    # Qwen2-VL without its vision encoder is still refused (its flow runs the vision session)
+    no_vision = folder(tmp_path, ["onnx/embed_tokens.onnx", "onnx/decoder_model_merged.onnx"],
+                       config={**CONFIG, "model_type": "qwen2_vl", "image_token_id": 5}, name="no_vision")
+    with pytest.raises(BundleError, match="vision_encoder<suffix>.onnx, embed_tokens<suffix>.onnx"):
+        load_config(no_vision)

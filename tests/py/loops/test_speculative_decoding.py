@@ -26,7 +26,8 @@ from tests.fixtures import tiny_models
 CANT_REWIND = {"genai_gemma2": "sliding-window", "novel_recurrent": "can't be cut back",
                "genai_lfm2": "can't be cut back to a position inside a run",
                "genai_qwen35": "can't be cut back to a position inside a run",
-               "tjs_lfm2": "can't be cut back to a position inside a run"}
+               "tjs_lfm2": "can't be cut back to a position inside a run",
+               "tjs_qwen35": "can't be cut back to a position inside a run"}
 REWINDS = [n for n in tiny_models.NAMES if n not in CANT_REWIND]
 LOOKUP = {"method": "prompt_lookup", "max_draft": 5}
 

@@ -28,7 +28,7 @@ def transformers_reference(name: str, prompt: list[int], steps: int) -> tuple[li
 
     from tests.fixtures.hf_decoders import _random_model
 
-    model_spec = {k: v for k, v in SPECS[name].items() if k not in ("dtypes", "merged", "external_data")}
+    model_spec = {k: v for k, v in SPECS[name].items() if k not in ("dtypes", "merged", "external_data", "text_only")}
     model = _random_model(model_spec)
     model.generation_config.eos_token_id = None
     with torch.no_grad():
