@@ -1,5 +1,6 @@
 // onnxruntime-genai Qwen2.5-VL, Gemma 3 and Phi-3-vision bundles (genai_config.json with vision +
-// embedding sections, tests/fixtures/genai_qwen25_vl.py, genai_gemma3.py, genai_phi3v.py) loaded unchanged by the REAL runtime worker: the worker
+// embedding sections, tests/fixtures/genai_qwen25_vl.py, genai_gemma3.py, genai_phi3v.py) loaded
+// unchanged by the REAL runtime worker: the worker
 // decodes the PNG, the image graph runs in onnxruntime-web, the embedding session is fed the
 // image features, decoder positions are mRoPE (Qwen) or ordinary (Gemma 3, whose pixels are
 // [1, 3, h, w], one image resized; Phi-3-vision: HD crops, its prompt text with <|image_1|>
@@ -23,7 +24,8 @@ const { have, expected, source: SOURCE } = fx;
 const imageOf = (name) => (name === 'text' ? null
   : (expected.images?.[name] ?? expected[name] ?? expected.image).file);
 // phi3v's ids hold -1 placeholders, which only its prompt rule makes: give the prompt text
-const promptOf = (c) => (c.input_ids.some((i) => i < 0) ? ['--prompt', c.prompt] : ['--input-ids', c.input_ids.join(',')]);
+const promptOf = (c) => (c.input_ids.some((i) => i < 0) ? ['--prompt', c.prompt]
+  : ['--input-ids', c.input_ids.join(',')]);
 
 test(title, { timeout: TIMEOUTS.file }, async (t) => {
   if (!have) return t.skip(`${NAME} not built: run make fixtures`);
