@@ -192,7 +192,7 @@ class ImageFrontEnd:
         for i, piece in enumerate(TAG.split(text)[::2]):
             if i:
                 ids.append(self.token)
-            ids.extend(tokenizer.encode(piece, add_special_tokens=True) if piece else [])
+            ids.extend(tokenizer.encode(piece, add_special_tokens=True))   # empty ones too, as genai
         return ids
 
     def prepare(self, ids: list[int], images) -> tuple[list[int], dict]:
@@ -213,7 +213,7 @@ class ImageFrontEnd:
             except InputError as exc:   # say which image
                 raise InputError(f"images[{i}]: {exc.message}") from None
         if self.config.hd:   # Phi-3-vision: a count per HD size, image_sizes beside the pixels
-            ids = expand_image_tokens(ids, self.token, [hd_tokens(*d.hd_size) for d in done])
+            ids = _expand_tags(ids, self.token, [hd_tokens(*d.hd_size) for d in done])
             return ids, {self.spec.pixel_values: Items(d.pixel_values for d in done),
                          self.spec.grid_thw: Items((list(d.hd_size), (1, 2)) for d in done)}
         if self.config.fixed:   # Gemma 3: image_seq_length soft tokens per image, no grid
@@ -223,3 +223,17 @@ class ImageFrontEnd:
         ids = expand_image_tokens(ids, self.token, counts)
         return ids, {self.spec.pixel_values: Items(d.pixel_values for d in done),
                      self.spec.grid_thw: Items((list(d.grid), (1, 3)) for d in done)}
+
+
+def _expand_tags(ids: list[int], token: int, counts: list[int]) -> list[int]:
+    """Each placeholder ``token`` (one per <|image_N|> tag, adjacent ones included) repeated
+    ``counts[i]`` times; the ids must come from a tagged prompt."""
+    found = ids.count(token)
+    if found != len(counts):
+        raise InputError(f"the prompt has {found} image placeholder(s) (id {token}) for {len(counts)} "
+                         "image(s): give the prompt as text with <|image_1|> .. <|image_N|> tags")
+    out: list[int] = []
+    images = iter(counts)
+    for i in ids:
+        out.extend([i] * next(images) if i == token else [i])
+    return out

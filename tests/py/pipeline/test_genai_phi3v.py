@@ -110,3 +110,10 @@ def test_image_tags_must_match_the_images(pipe, bundle, expected):
         pipe.generate(prompt="<s>ab cd", images=[_image(bundle, expected)], max_new_tokens=1)
     with pytest.raises(InputError, match=r"image tags \['<\|image_1\|>'\] for 0 image\(s\)"):
         pipe.generate(prompt="<s><|image_1|>ab", max_new_tokens=1)
+
+
+def test_ids_without_tags_are_refused_with_images(pipe, bundle, expected):
+    ids = [i for i in expected["cases"]["text"]["input_ids"]]
+    with pytest.raises(InputError, match=r"0 image placeholder\(s\) \(id -1\) for 1 image\(s\): give the "
+                                         r"prompt as text with <\|image_1\|>"):
+        pipe.generate(input_ids=ids, images=[_image(bundle, expected)], max_new_tokens=1)
