@@ -11,7 +11,10 @@ model.types "qwen2_5_vl" and "gemma3" are translated onto the vision-language fl
 features through a ``merge`` into its input, the processor file read by
 image/ort_extensions.py; qwen2_5_vl with mrope_3d positions and Qwen2-VL patch rows, gemma3
 with ordinary positions, [1, 3, h, w] pixels and 256 <image_soft_token> per image (the count
-onnxruntime-genai's gemma_image_processor writes). Every other type is refused with what it
+onnxruntime-genai's gemma_image_processor writes); phi3v (Phi-3 / Phi-3.5-vision) with ordinary
+positions, HD crops [1, 17, 3, 336, 336] and image_sizes per image, and the -1 placeholder ids
+its embedding session replaces (one per image token, <|image_N|> tags expanded by the count
+onnxruntime-genai's phi_image_processor writes). Every other type is refused with what it
 needs, naming the section of genai_config.json that needs it.
 """
 
@@ -27,16 +30,13 @@ SECTIONS = ("vision", "speech", "embedding")
 # the Qwen-VL family (genai's IsQwenVLFamily) beyond qwen2_5_vl: not checked against onnxruntime-genai
 _QWEN_VL = ("(only model.type qwen2_5_vl is translated, the one checked against onnxruntime-genai "
             "by tests/fixtures/genai_qwen25_vl.py; this type's vision session and positions are not)")
-TRANSLATED = ("qwen2_5_vl", "gemma3")   # onto the vision-language flow by translate() below
+TRANSLATED = ("qwen2_5_vl", "gemma3", "phi3v")   # onto the vision-language flow by translate() below
 # model.type -> (the section that needs the missing feature, the feature)
 _VISION_TYPES = {
     "qwen3_vl": ("vision", "Qwen3-VL image input " + _QWEN_VL),
     "qwen3_5": ("vision", "Qwen3.5 image input " + _QWEN_VL),
     "qwen3_5_moe": ("vision", "Qwen3.5-MoE image input " + _QWEN_VL),
     "fara": ("vision", "Fara (Qwen-VL family) image input " + _QWEN_VL),
-    "phi3v": ("vision", "Phi-3-vision HD crops: a global image plus up to num_crops 336x336 "
-                        "sub-images per image, image_sizes, a token count that depends on each "
-                        "image's size (onnxruntime-genai's phi_image_processor)"),
     "mistral3": ("vision", "Pixtral images: pixel_values [images, 3, height, width] with "
                            "image_sizes, [IMG] tokens with an [IMG_BREAK] after each row and "
                            "[IMG_END] (onnxruntime-genai's mistral3_image_processor)"),
@@ -95,6 +95,7 @@ _VISION_KEYS = ("filename", "config_filename", "spatial_merge_size", "patch_size
                 "tokens_per_second", "session_options", "inputs", "outputs")
 _VISION_INPUTS = ("pixel_values", "image_grid_thw")
 _GEMMA3_VISION_KEYS = ("filename", "config_filename", "session_options", "inputs", "outputs")
+_PHI3V_INPUTS = ("pixel_values", "image_sizes")
 _EMBEDDING_KEYS = ("filename", "session_options", "inputs", "outputs")
 _EMBEDDING_INPUTS = ("input_ids", "image_features")
 
@@ -164,10 +165,10 @@ def translate(model: dict[str, Any], doc: dict[str, Any], file: str) -> dict[str
         if name not in model:
             _refuse(kind, f"image input without a model.{name} section", file, "$.model")
     vision, embedding = _section(model, "vision", file), _section(model, "embedding", file)
-    gemma = kind == "gemma3"
-    _keys(vision, _GEMMA3_VISION_KEYS if gemma else _VISION_KEYS, kind, file, "$.model.vision")
-    _keys(vision.get("inputs", {}), ("pixel_values",) if gemma else _VISION_INPUTS, kind, file,
-          "$.model.vision.inputs")
+    gemma, phi3v = kind == "gemma3", kind == "phi3v"
+    _keys(vision, _GEMMA3_VISION_KEYS if gemma or phi3v else _VISION_KEYS, kind, file, "$.model.vision")
+    _keys(vision.get("inputs", {}), ("pixel_values",) if gemma else _PHI3V_INPUTS if phi3v else _VISION_INPUTS,
+          kind, file, "$.model.vision.inputs")
     _keys(vision.get("outputs", {}), ("image_features",), kind, file, "$.model.vision.outputs")
     _keys(embedding, _EMBEDDING_KEYS, kind, file, "$.model.embedding")
     _keys(embedding.get("inputs", {}), _EMBEDDING_INPUTS, kind, file, "$.model.embedding.inputs")
@@ -175,6 +176,11 @@ def translate(model: dict[str, Any], doc: dict[str, Any], file: str) -> dict[str
     token = model.get("image_token_id")
     if gemma and token is None:
         token = _soft_token(file)
+    if phi3v:   # negative ids mark image tokens; the embedding session places the rows itself
+        if "image_token_id" in model:
+            _refuse(kind, "model.image_token_id (Phi-3-vision marks image tokens with negative ids)",
+                    file, "$.model.image_token_id")
+        token = -1
     if not isinstance(token, int) or isinstance(token, bool):
         raise ConfigError(f"expected the image token id (an integer), found {describe(token)}", file=file,
                           path="$.model.image_token_id")
@@ -185,6 +191,8 @@ def translate(model: dict[str, Any], doc: dict[str, Any], file: str) -> dict[str
 
     named = vision.get("inputs", {})
     pixels, grid = named.get("pixel_values", "pixel_values"), named.get("image_grid_thw", "image_grid_thw")
+    if phi3v:
+        grid = named.get("image_sizes", "image_sizes")
     features = vision.get("outputs", {}).get("image_features", "image_features")
     ids = embedding.get("inputs", {}).get("input_ids", "input_ids")
     fed = embedding.get("inputs", {}).get("image_features", "image_features")
@@ -207,11 +215,11 @@ def translate(model: dict[str, Any], doc: dict[str, Any], file: str) -> dict[str
     if embeds != decoder_in:
         wires.append({"from": f"embedding.{embeds}", "to": f"decoder.{decoder_in}"})
     pipeline["dataflow"] = wires
-    if not gemma:   # gemma3: ordinary positions (its decoder reads them from the attention mask)
+    if not (gemma or phi3v):   # ordinary positions (the decoder reads them from the attention mask)
         positions = pipeline["state"]["position_ids"]
         positions.update(strategy="mrope_3d", spatial_merge_size=merge)
     doc["tokens"].setdefault("extra", {})["image_token"] = token
     doc.setdefault("preprocessing", {})["image"] = {
         "config": vision.get("config_filename", "processor_config.json"), "format": "ort-extensions",
-        "pixel_values": pixels, **({} if gemma else {"grid_thw": grid})}
+        "pixel_values": pixels, **({} if gemma else {"grid_thw": grid})}   # phi3v: image_sizes
     return doc

@@ -355,7 +355,9 @@ class Tokens:
     decoder_prefix: tuple[int, ...] = spec((), "ids every token loop starts from when the caller gives "
                                                "none (e.g. start, language, task)", one_or_many=True,
                                            range=TOKEN_ID)
-    extra: dict[str, Any] = spec(doc="model-specific ids (image_token, ...)", factory=dict, range=TOKEN_ID)
+    # -1: a placeholder an embedding session replaces itself (onnxruntime-genai's phi3v)
+    extra: dict[str, Any] = spec(doc="model-specific ids (image_token, ...)", factory=dict,
+                                 range=Range(-1, 2 ** 31 - 1, "a token id (or -1, a placeholder)"))
 
 
 @dataclass(frozen=True)

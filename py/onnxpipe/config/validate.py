@@ -80,9 +80,11 @@ def _check_token_extras(spec: PipelineSpec, file: str) -> None:
     for name, value in spec.tokens.extra.items():
         path = f"$.tokens.{name}"
         ids = value if isinstance(value, list) else [value]
-        if not ids or not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in ids):
-            raise ConfigError(f"expected a token id (an integer >= 0) or a list of them, found {value!r}",
-                              file=file, path=path)
+        # image_token -1: a placeholder an embedding session replaces itself (Phi-3-vision's)
+        low = -1 if name == "image_token" and not isinstance(value, list) else 0
+        if not ids or not all(isinstance(i, int) and not isinstance(i, bool) and i >= low for i in ids):
+            raise ConfigError(f"expected a token id (an integer >= 0{', or -1' if low else ''}) or a "
+                              f"list of them, found {value!r}", file=file, path=path)
         if spec.pipeline.plugin is None and name not in used:
             raise ConfigError(f'"{name}" is read by no part of this pipeline: model-specific ids are read '
                               "by a flow step's merge.token, by the image and position code "

@@ -1,8 +1,9 @@
 """The image processor's JSON (transformers' preprocessor_config.json keys) as a typed object.
 
-Two processors' rules are implemented: Qwen2-VL's (dynamic resolution: smart_resize, bicubic,
-rescale, normalise, patchify) and Gemma 3's (a fixed size.height x size.width, bicubic, rescale,
-normalise, [1, 3, h, w] pixels, image_seq_length soft tokens per image); a file naming another
+Three processors' rules are implemented: Qwen2-VL's (dynamic resolution: smart_resize, bicubic,
+rescale, normalise, patchify), Gemma 3's (a fixed size.height x size.width, bicubic, rescale,
+normalise, [1, 3, h, w] pixels, image_seq_length soft tokens per image) and Phi-3-vision's
+(HD crops, image/processor.py); a file naming another
 processor type, a key this runtime would ignore, or a value it can't honour is refused at load
 with the file and JSON path.
 """
@@ -21,7 +22,8 @@ from . import ort_extensions
 
 QWEN_TYPES = ("Qwen2VLImageProcessor", "Qwen2VLImageProcessorFast", "Qwen2VLImageProcessorPil")
 FIXED_TYPES = ("Gemma3ImageProcessor",)   # every image resized to size.height x size.width
-PROCESSOR_TYPES = QWEN_TYPES + FIXED_TYPES
+HD_TYPES = ("Phi3VImageProcessor",)   # Phi-3-vision's HD crops (ort-extensions' Phi3ImageTransform)
+PROCESSOR_TYPES = QWEN_TYPES + FIXED_TYPES + HD_TYPES
 BICUBIC = 3   # PIL's code for the bicubic filter, the only one implemented
 PIXELS = Range(1, 2 ** 26, "pixels")   # an image resized to the budget is allocated whole
 
@@ -60,11 +62,18 @@ class ImageProcessorConfig:
     merge_size: int = spec(2, "patches merged per token along each axis", range=Range(1, 64, "patches"))
     image_seq_length: int = spec(256, "soft tokens per image (Gemma3ImageProcessor)",
                                  range=Range(1, 1 << 20, "tokens"))
+    num_crops: int = spec(16, "most 336 x 336 crops per image (Phi3VImageProcessor)",
+                          range=Range(16, 16, "crops (ort-extensions' fixed 16)"))
 
     @property
     def fixed(self) -> bool:
         """Every image resized to one size (Gemma 3), not Qwen2-VL's patch rows."""
         return self.image_processor_type in FIXED_TYPES
+
+    @property
+    def hd(self) -> bool:
+        """Phi-3-vision's HD crops: [1, num_crops + 1, 3, 336, 336] pixels and image_sizes."""
+        return self.image_processor_type in HD_TYPES
 
     @property
     def factor(self) -> int:

@@ -9,16 +9,19 @@ writes over the embeddings, and the grids mRoPE positions are laid out from.
 
 from __future__ import annotations
 
+import re
+
 from ..backends.base import Items
 from ..config.schema import PipelineSpec
 from ..errors import ConfigError, InputError
 from ..state.positions import PositionIds
 from .config import ImageProcessorConfig, load_processor_config
-from .processor import Image, ImageProcessor
+from .processor import Image, ImageProcessor, hd_tokens
 from .tokens import expand_image_tokens, tokens_per_image
 
 SPEC_PATH = "$.preprocessing.image"
 BOI, SOFT, EOI = "<start_of_image>", "<image_soft_token>", "<end_of_image>"   # Gemma 3's markers
+TAG = re.compile(r"<\|image_(\d+)\|>")   # Phi-3-vision's image tags
 MADE = {"pixel_values": (2, "float32"), "grid_thw": (2, "int64")}   # rank and dtype of each output
 
 
@@ -91,7 +94,7 @@ def attach(config, plan, sessions: dict, components: list, executor) -> None:
                                   "token: set position_ids.spatial_merge_size or preprocessing.image",
                                   file=file, path="$.pipeline.state.position_ids.spatial_merge_size")
     if processor is not None:
-        check_expected(spec, plan, sessions, file, processor.fixed)
+        check_expected(spec, plan, sessions, file, processor.fixed, processor.hd)
 
 
 def _check_fed_rows(p, file: str, path: str) -> None:
@@ -113,11 +116,13 @@ def _keep(plan, session: str, name: str) -> None:
                         names.append(name)
 
 
-def check_expected(spec: PipelineSpec, plan, sessions: dict, file: str, fixed: bool = False) -> None:
+def check_expected(spec: PipelineSpec, plan, sessions: dict, file: str, fixed: bool = False,
+                   hd: bool = False) -> None:
     """``expected_outputs``: each names an output of the image front end, with the rank and
     dtype it has; every session input it feeds must have them too."""
     image = spec.preprocessing.image
     made = ({image.pixel_values: (4, "float32")} if fixed   # Gemma 3: [1, 3, h, w], no grid
+            else {image.pixel_values: (5, "float32"), image.grid_thw: (2, "int64")} if hd   # Phi-3-V
             else {image.pixel_values: MADE["pixel_values"], image.grid_thw: MADE["grid_thw"]})
     for name, expected in image.expected_outputs.items():
         path = f"{SPEC_PATH}.expected_outputs.{name}"
@@ -171,6 +176,25 @@ class ImageFrontEnd:
                              "image where it goes")
         return text.replace(BOI, f"\n\n{BOI}{SOFT * self.config.image_seq_length}{EOI}\n\n")
 
+    def tagged_ids(self, text: str, count: int, tokenizer) -> list[int] | None:
+        """Phi-3-vision's prompt rule (onnxruntime-genai's phi_image_processor): the text split at
+        each "<|image_N|>" tag, each piece tokenized on its own, one placeholder id (the image
+        token, -1) where each tag was, expanded by ``prepare``; None for other processors. The
+        tags must be <|image_1|> .. <|image_count|>, in order, once each."""
+        if not self.config.hd:
+            return None
+        tags = [int(n) for n in TAG.findall(text)]
+        if tags != list(range(1, count + 1)):
+            raise InputError(f"the prompt has the image tags {['<|image_%d|>' % n for n in tags]} for "
+                             f"{count} image(s): put <|image_1|> .. <|image_{count}|> in order, once "
+                             "each, where the images go")
+        ids: list[int] = []
+        for i, piece in enumerate(TAG.split(text)[::2]):
+            if i:
+                ids.append(self.token)
+            ids.extend(tokenizer.encode(piece, add_special_tokens=True))   # empty ones too, as genai
+        return ids
+
     def prepare(self, ids: list[int], images) -> tuple[list[int], dict]:
         """(the ids with each image token expanded, the per-image pipeline inputs)."""
         images = list(images or ())
@@ -188,6 +212,10 @@ class ImageFrontEnd:
                 done.append(self.processor.process(image))
             except InputError as exc:   # say which image
                 raise InputError(f"images[{i}]: {exc.message}") from None
+        if self.config.hd:   # Phi-3-vision: a count per HD size, image_sizes beside the pixels
+            ids = _expand_tags(ids, self.token, [hd_tokens(*d.hd_size) for d in done])
+            return ids, {self.spec.pixel_values: Items(d.pixel_values for d in done),
+                         self.spec.grid_thw: Items((list(d.hd_size), (1, 2)) for d in done)}
         if self.config.fixed:   # Gemma 3: image_seq_length soft tokens per image, no grid
             ids = expand_image_tokens(ids, self.token, [self.config.image_seq_length] * len(done))
             return ids, {self.spec.pixel_values: Items(d.pixel_values for d in done)}
@@ -195,3 +223,17 @@ class ImageFrontEnd:
         ids = expand_image_tokens(ids, self.token, counts)
         return ids, {self.spec.pixel_values: Items(d.pixel_values for d in done),
                      self.spec.grid_thw: Items((list(d.grid), (1, 3)) for d in done)}
+
+
+def _expand_tags(ids: list[int], token: int, counts: list[int]) -> list[int]:
+    """Each placeholder ``token`` (one per <|image_N|> tag, adjacent ones included) repeated
+    ``counts[i]`` times; the ids must come from a tagged prompt."""
+    found = ids.count(token)
+    if found != len(counts):
+        raise InputError(f"the prompt has {found} image placeholder(s) (id {token}) for {len(counts)} "
+                         "image(s): give the prompt as text with <|image_1|> .. <|image_N|> tags")
+    out: list[int] = []
+    images = iter(counts)
+    for i in ids:
+        out.extend([i] * next(images) if i == token else [i])
+    return out

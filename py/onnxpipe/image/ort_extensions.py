@@ -6,7 +6,11 @@ Pillow's bicubic, which ort-extensions vendors), Rescale, Normalize (its ``qwen2
 puts the decoded BGR channels in RGB order) and PatchImage. The list it ships for Gemma 3
 (model.type "gemma3"): DecodeImage, Resize to a fixed width x height (keep_aspect_ratio 0,
 CUBIC), Rescale, Normalize and Permute3D [2, 0, 1] (channels first), read as transformers'
-Gemma3ImageProcessor keys. Those are the steps onnxpipe's image graph runs, in that order;
+Gemma3ImageProcessor keys. The list it ships for Phi-3 / Phi-3.5-vision (model.type "phi3v"):
+DecodeImage (BGR) and ConvertRGB, then Phi3ImageTransform (the HD transform: a bilinear resize
+to at most 16 crops of 336 x 336, white padding, CLIP normalisation, a bicubic 336 x 336 global
+image first, zero crops up to 17), read as the keys of image/config.py's Phi3VImageProcessor.
+Those are the steps onnxpipe's image graph runs, in that order;
 any other step, order, attribute or value is refused with the JSON path in the file.
 """
 
@@ -17,10 +21,11 @@ from typing import Any
 from ..config.parse import describe
 from ..errors import ConfigError
 
-ORDER = ("DecodeImage", "ConvertRGB", "Resize", "Rescale", "Normalize", "PatchImage", "Permute3D")
+ORDER = ("DecodeImage", "ConvertRGB", "Phi3ImageTransform", "Resize", "Rescale", "Normalize", "PatchImage", "Permute3D")
 _ATTRS = {
     "DecodeImage": ("color_space",),
     "ConvertRGB": (),
+    "Phi3ImageTransform": ("num_crops", "num_img_tokens"),
     # width, height and keep_aspect_ratio are the fixed-size mode's; smart_resize ignores them
     "Resize": ("width", "height", "keep_aspect_ratio", "interpolation", "smart_resize", "min_pixels",
                "max_pixels", "patch_size", "merge_size"),
@@ -76,6 +81,8 @@ def to_processor_keys(doc: dict[str, Any], file: str) -> dict[str, Any]:
                 _fail(f'unknown {kind} attribute "{key}"; valid: {", ".join(_ATTRS[kind]) or "none"}',
                       file, f"{path}.attrs.{key}")
         steps[kind] = (attrs, f"{path}.attrs")
+    if "Phi3ImageTransform" in steps:
+        return _phi3(steps, file)
     if "DecodeImage" in steps and "Permute3D" in steps and "PatchImage" not in steps:
         return _fixed_size(steps, file)
     if "Permute3D" in steps:
@@ -178,3 +185,33 @@ def _fixed_size(steps: dict[str, tuple[dict[str, Any], str]], file: str) -> dict
         out.update(image_mean=attrs.get("mean", [0.48145466, 0.4578275, 0.40821073]),
                    image_std=attrs.get("std", [0.26862954, 0.26130258, 0.27577711]))
     return out
+
+
+def _phi3(steps: dict[str, tuple[dict[str, Any], str]], file: str) -> dict[str, Any]:
+    """Phi-3-vision's list (onnxruntime-genai's phi_image_processor): DecodeImage, ConvertRGB,
+    Phi3ImageTransform and nothing after it. ort-extensions' transform always cuts up to 16
+    crops of 144 tokens (its max_crops and num_img_tokens constants), so only those values of
+    the attributes are accepted."""
+    others = [k for k in steps if k not in ("DecodeImage", "ConvertRGB", "Phi3ImageTransform")]
+    if others:
+        _fail(f'transform "{others[0]}" with Phi3ImageTransform: the HD transform makes the pixels '
+              "itself; onnxpipe runs DecodeImage, ConvertRGB, Phi3ImageTransform", file,
+              steps[others[0]][1][:-len(".attrs")] + ".type")
+    if "DecodeImage" not in steps:
+        _fail("no DecodeImage transform before Phi3ImageTransform", file, "$.processor.transforms")
+    attrs, at = steps["DecodeImage"]
+    space = attrs.get("color_space", "RGB")
+    # ort-extensions decodes to BGR and ConvertRGB swaps to RGB; RGB alone needs no swap
+    if (space, "ConvertRGB" in steps) not in (("BGR", True), ("RGB", False)):
+        _fail(f"color_space {describe(space)} {'with' if 'ConvertRGB' in steps else 'without'} ConvertRGB: "
+              'only "BGR" followed by ConvertRGB (or "RGB" alone) hands Phi3ImageTransform RGB pixels',
+              file, f"{at}.color_space")
+    attrs, at = steps["Phi3ImageTransform"]
+    for key, want in (("num_crops", 16), ("num_img_tokens", 144)):
+        if attrs.get(key, want) != want:
+            _fail(f"{key}: ort-extensions' Phi3ImageTransform always uses {want} (onnxruntime-genai's "
+                  f"pixels and token counts follow it); found {describe(attrs[key])}", file, f"{at}.{key}")
+    return {"image_processor_type": "Phi3VImageProcessor", "do_convert_rgb": True, "do_resize": True,
+            "resample": 3, "do_rescale": True, "rescale_factor": 1 / 255, "do_normalize": True,
+            "image_mean": [0.48145466, 0.4578275, 0.40821073],
+            "image_std": [0.26862954, 0.26130258, 0.27577711], "num_crops": 16}

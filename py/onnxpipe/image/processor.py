@@ -6,10 +6,11 @@ the target size (``smart_resize``) and the shapes are computed here, in plain Py
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from ..errors import InputError
-from ..ops.image import nchw_graph, patchify_graph
+from ..ops.image import hd_graph, nchw_graph, patchify_graph
 from .config import ImageProcessorConfig
 from .resize import smart_resize, vertical_first
 
@@ -57,6 +58,7 @@ def check_size(width: int, height: int, what: str) -> None:
 class ProcessedImage:
     pixel_values: tuple[list, tuple[int, int]]   # (flat float32 values, (patches, patch_dim))
     grid: tuple[int, int, int] | None            # (t, h, w) in patches; None for a fixed size
+    hd_size: tuple[int, int] | None = None       # Phi-3-vision: the padded HD (height, width)
 
 
 class ImageProcessor:
@@ -82,6 +84,8 @@ class ImageProcessor:
         resize = (height, width) != (image.height, image.width)
         if c.fixed:
             return self._nchw(image, height, width, resize)
+        if c.hd:
+            return self._hd(image)
         graph = patchify_graph(c.temporal_patch_size, resize,
                                resize and vertical_first(image.height, image.width, height, width),
                                c.rescale_factor if c.do_rescale else None,
@@ -114,3 +118,55 @@ class ImageProcessor:
         values = backend.to_list(out)
         backend.dispose_many(list(feeds.values()) + [out])
         return ProcessedImage((values, (1, 3, height, width)), None)
+
+    def _hd(self, image: Image) -> ProcessedImage:
+        """Phi-3-vision: [1, num_crops + 1, 3, 336, 336] pixels and the HD size (ops/image.py's
+        hd_graph); the sizes follow ort-extensions' hd_transform."""
+        c, backend = self.config, self.backend
+        (new_h, new_w), (top, bottom, left, right) = hd_size(image.height, image.width, c.num_crops)
+        height, width = new_h + top + bottom, new_w + left + right
+        m, n = height // HD_SIDE, width // HD_SIDE
+        graph = hd_graph((new_h, new_w) != (image.height, image.width), tuple(c.image_mean),
+                         tuple(c.image_std), c.num_crops, HD_SIDE)
+        session = backend.open_graph(graph, self.provider)
+        feeds = {"rgb": backend.tensor(memoryview(image.rgb), "uint8", (image.height, image.width, 3)),
+                 "sizes": backend.tensor([1, 3, new_h, new_w], "int64", (4,)),
+                 "pads": backend.tensor([0, 0, top, left, 0, 0, bottom, right], "int64", (8,)),
+                 "blocks": backend.tensor([3, m, HD_SIDE, n, HD_SIDE], "int64", (5,)),
+                 "cells": backend.tensor([m * n, 3, HD_SIDE, HD_SIDE], "int64", (4,)),
+                 "fill": backend.tensor([0, 0, 0, 0, c.num_crops - m * n, 0, 0, 0], "int64", (8,))}
+        out = backend.run(session, feeds, ["pixel_values"])["pixel_values"]
+        values = backend.to_list(out)
+        backend.dispose_many(list(feeds.values()) + [out])
+        return ProcessedImage((values, (1, c.num_crops + 1, 3, HD_SIDE, HD_SIDE)), None, (height, width))
+
+
+HD_SIDE = 336   # ort-extensions' Phi-3 crop side
+
+
+def hd_size(height: int, width: int, crops: int) -> tuple[tuple[int, int], tuple[int, int, int, int]]:
+    """((resized height, width), (top, bottom, left, right) white padding) of ort-extensions'
+    hd_transform: the long side scale * 336 with the most scale whose crops fit ``crops``, the
+    short side kept in proportion (truncated), then padded to a multiple of 336 (centred)."""
+    ratio = width / height if width >= height else height / width
+    scale = 1
+    while scale * math.ceil(scale / ratio) <= crops:
+        scale += 1
+    scale -= 1
+    long_side = scale * HD_SIDE
+    short = int(long_side / ratio)
+    new_h, new_w = (short, long_side) if width >= height else (long_side, short)
+    if width >= height:
+        tar = math.ceil(new_h / HD_SIDE) * HD_SIDE
+        top = int((tar - new_h) / 2)
+        return (new_h, new_w), (top, tar - new_h - top, 0, 0)
+    tar = math.ceil(new_w / HD_SIDE) * HD_SIDE
+    left = int((tar - new_w) / 2)
+    return (new_h, new_w), (0, 0, left, tar - new_w - left)
+
+
+def hd_tokens(height: int, width: int) -> int:
+    """Image tokens of a padded HD size (ort-extensions' num_img_tokens): 144 per crop and for
+    the global image, 12 newlines per crop row and the global image's, one separator."""
+    m, n = height // HD_SIDE, width // HD_SIDE
+    return (m * n + 1) * 144 + 1 + (m + 1) * 12

@@ -21,7 +21,7 @@ from functools import lru_cache
 
 from .proto import Graph
 
-__all__ = ["nchw_graph", "patchify_graph"]
+__all__ = ["hd_graph", "nchw_graph", "patchify_graph"]
 
 OPSET = 18   # Resize's ``antialias`` attribute
 
@@ -61,9 +61,44 @@ def nchw_graph(resize: bool, vertical_first: bool, rescale: float | None,
     return g.to_bytes(opset=OPSET)
 
 
+@lru_cache(maxsize=None)
+def hd_graph(resize: bool, mean: tuple[float, ...], std: tuple[float, ...], crops: int, side: int) -> bytes:
+    """Phi-3-vision's HD transform (ort-extensions' Phi3ImageTransform): input ``rgb`` uint8
+    [h, w, 3], ``sizes`` [4] = 1, 3, new_h, new_w (Pillow's bilinear resize, horizontal pass
+    first, 8 bits after each), ``pads`` [8] (white padding of the short side to a multiple of
+    ``side``), ``blocks`` [5] = 3, m, side, n, side, ``cells`` [4] = m * n, 3, side, side and
+    ``fill`` [8] (zero crops after them); output ``pixel_values`` float32
+    [1, crops + 1, 3, side, side]: the padded image normalised, resized bicubically (no
+    rounding, as Pillow's float mode) to side x side as the global image, then its m x n crops
+    row by row, then zero crops."""
+    g = Graph("image_hd")
+    g.input("rgb", "uint8", ["h", "w", 3])
+    for name, n in (("sizes", 4), ("pads", 8), ("blocks", 5), ("cells", 4), ("fill", 8)):
+        g.input(name, "int64", [n])
+    x = _pixels(g, resize, False, None, None, None, mode="linear")
+    g.const("white", [255.0], "float32", [])
+    x = g.node("Pad", [x, "pads", "white"], "padded", mode="constant")
+    g.const("full", [255.0], "float32", [])
+    g.const("mean", list(mean), "float32", [1, 3, 1, 1])
+    g.const("std", list(std), "float32", [1, 3, 1, 1])
+    x = g.node("Div", [g.node("Sub", [g.node("Div", [x, "full"], "rescaled"), "mean"], "centred"), "std"], "hd")
+    g.const("global_size", [1, 3, side, side], "int64", [4])
+    whole = g.node("Resize", [x, "", "", "global_size"], "global", mode="cubic", cubic_coeff_a=-0.5,
+                   antialias=1, exclude_outside=1, coordinate_transformation_mode="half_pixel")
+    x = g.node("Reshape", [x, "blocks"], "blocks5")
+    x = g.node("Transpose", [x], "crop_major", perm=[1, 3, 0, 2, 4])
+    x = g.node("Reshape", [x, "cells"], "crops")
+    x = g.node("Concat", [whole, x], "stacked", axis=0)
+    x = g.node("Pad", [x, "fill"], "filled", mode="constant")
+    g.node("Unsqueeze", [x, "axis0"], "pixel_values")   # axis0: defined by _pixels
+    g.output("pixel_values", "float32", [1, crops + 1, 3, side, side])
+    return g.to_bytes(opset=OPSET)
+
+
 def _pixels(g: Graph, resize: bool, vertical_first: bool, rescale: float | None,
-            mean: tuple[float, ...] | None, std: tuple[float, ...] | None) -> str:
-    """Resize (step 1), rescale and normalise (step 2) of ``rgb``: the name of the [1, 3, h, w] result."""
+            mean: tuple[float, ...] | None, std: tuple[float, ...] | None, mode: str = "cubic") -> str:
+    """Resize (step 1; Pillow's BICUBIC, or BILINEAR for ``mode`` "linear"), rescale and
+    normalise (step 2) of ``rgb``: the name of the [1, 3, h, w] result."""
     x = g.node("Cast", ["rgb"], "rgb_f", to=1)
     x = g.node("Transpose", [x], "chw", perm=[2, 0, 1])
     g.const("axis0", [0], "int64", [1])
@@ -77,7 +112,7 @@ def _pixels(g: Graph, resize: bool, vertical_first: bool, rescale: float | None,
                                            g.node("Gather", ["sizes", "one_axis"], "one_size")],
                        "first_sizes")
         for name, sizes in (("pass1", first), ("pass2", "sizes")):
-            x = g.node("Resize", [x, "", "", sizes], f"{name}_f", mode="cubic", cubic_coeff_a=-0.5,
+            x = g.node("Resize", [x, "", "", sizes], f"{name}_f", mode=mode, cubic_coeff_a=-0.5,
                        antialias=1, exclude_outside=1, coordinate_transformation_mode="half_pixel")
             x = g.node("Clip", [g.node("Round", [x], f"{name}_r"), "lo", "hi"], name)
     if rescale is not None:

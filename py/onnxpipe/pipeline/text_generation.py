@@ -170,7 +170,11 @@ class TextGeneration:
         self.loaded.require_loop(True, "run(inputs=...); generate() and chat() need a token loop")
         if isinstance(prompt, str) and images and self.loaded.images is not None:
             prompt = self.loaded.images.expand_prompt(prompt, len(images))   # Gemma 3's text rule
-        ids, pictures = self.loaded.with_images(self.prompt_ids(prompt, input_ids), images)
+        tagged = None   # Phi-3-vision: pieces between <|image_N|> tags tokenized apart
+        if isinstance(prompt, str) and input_ids is None and self.loaded.images is not None:
+            check_unicode("prompt", prompt)
+            tagged = self.loaded.images.tagged_ids(prompt, len(images or ()), self.loaded.tokenizer())
+        ids, pictures = self.loaded.with_images(tagged or self.prompt_ids(prompt, input_ids), images)
         opts = self.loaded.options(search, max_new_tokens, DEFAULT_MAX_NEW_TOKENS)
         self.check_length(len(ids), opts)
         return ids, opts, pictures

@@ -53,7 +53,6 @@ def test_qwen_vl_family_beyond_qwen25_vl(kind, name):
 
 
 @pytest.mark.parametrize("kind, path, text", [
-    ("phi3v", "$.model.vision", "Phi-3-vision HD crops"),
     ("mistral3", "$.model.vision", "Pixtral images"),
     ("videochat_flash_qwen", "$.model.vision", "VideoChat-Flash video frames"),
     ("gemma4", "$.model.vision", "Gemma 4 images"),
@@ -246,3 +245,32 @@ def test_gemma3_image_token_from_the_tokenizer(tmp_path):
         genai_v1.translate(g, file)
     assert (info.value.file, info.value.path) == (file, "$.model.image_token_id")
     assert "found neither model.image_token_id nor that token in tokenizer.json" in info.value.message
+
+
+PHI3V_VISION = {"filename": "vision.onnx", "config_filename": "processor_config.json",
+                "inputs": {"pixel_values": "pixel_values", "image_sizes": "image_sizes"},
+                "outputs": {"image_features": "image_features"}}
+
+
+def test_phi3v_translation():
+    """Phi-3-vision: ordinary positions, image_sizes beside the pixels, the -1 placeholder id."""
+    doc = genai_v1.translate(bundle("phi3v", embedding=EMBEDDING, vision=PHI3V_VISION))
+    assert doc["pipeline"]["flow"][0] == {"run": "vision", "when": "init", "loop": "per_image",
+                                          "loop_over": "pixel_values"}
+    assert doc["pipeline"]["state"]["position_ids"].get("strategy") != "mrope_3d"
+    assert doc["tokens"]["extra"] == {"image_token": -1}
+    assert doc["preprocessing"]["image"] == {"config": "processor_config.json", "format": "ort-extensions",
+                                             "pixel_values": "pixel_values", "grid_thw": "image_sizes"}
+
+
+@pytest.mark.parametrize("extra, path, text", [
+    ({"image_token_id": 5}, "$.model.image_token_id", "model.image_token_id (Phi-3-vision marks image"),
+    ({"vision": {**PHI3V_VISION, "spatial_merge_size": 2}}, "$.model.vision.spatial_merge_size",
+     'the key "spatial_merge_size"'),
+    ({"vision": {**PHI3V_VISION, "inputs": {"image_grid_thw": "g"}}}, "$.model.vision.inputs.image_grid_thw",
+     'the key "image_grid_thw"'),
+])
+def test_phi3v_keys_onnxpipe_does_not_run_are_named(extra, path, text):
+    exc = refusal(bundle("phi3v", **{"embedding": EMBEDDING, "vision": PHI3V_VISION, **extra}))
+    assert exc.path == path
+    assert f'model.type "phi3v": {text}' in exc.message

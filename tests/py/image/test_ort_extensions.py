@@ -120,3 +120,37 @@ def test_gemma3_list_without_a_resize_or_with_patches(tmp_path):
     doc = copy.deepcopy(PROCESSOR)
     doc["processor"]["transforms"].append(gemma3_list()["processor"]["transforms"][4])
     refused(tmp_path, doc, "$.processor.transforms[6].operation.type", "Permute3D with PatchImage")
+
+
+def phi3_list(index=None, **attrs):
+    from tests.fixtures.genai_phi3v import PROCESSOR as PHI3
+
+    doc = copy.deepcopy(PHI3)
+    if index is not None:
+        doc["processor"]["transforms"][index]["operation"].setdefault("attrs", {}).update(attrs)
+    return doc
+
+
+def test_genai_phi3v_list_reads_as_the_hd_keys(tmp_path):
+    """onnxruntime-genai's Phi-3-vision list (DecodeImage BGR, ConvertRGB, Phi3ImageTransform):
+    HD crops, CLIP normalisation, ort-extensions' fixed 16 crops."""
+    config = load(tmp_path, phi3_list())
+    assert config.hd and not config.fixed and config.image_processor_type == "Phi3VImageProcessor"
+    assert config.num_crops == 16 and list(config.image_std) == [0.26862954, 0.26130258, 0.27577711]
+
+
+@pytest.mark.parametrize("index, attrs, key, text", [
+    (2, {"num_crops": 4}, "num_crops", "num_crops: ort-extensions' Phi3ImageTransform always uses 16"),
+    (2, {"num_img_tokens": 256}, "num_img_tokens", "always uses 144"),
+    (0, {"color_space": "RGB"}, "color_space", 'color_space string "RGB" with ConvertRGB: only "BGR" followed'),
+])
+def test_phi3v_values_onnxpipe_does_not_run(tmp_path, index, attrs, key, text):
+    refused(tmp_path, phi3_list(index, **attrs), f"$.processor.transforms[{index}].operation.attrs.{key}",
+            text)
+
+
+def test_phi3v_list_with_another_step(tmp_path):
+    doc = phi3_list()
+    doc["processor"]["transforms"].append({"operation": {"type": "Rescale"}})
+    refused(tmp_path, doc, "$.processor.transforms[3].operation.type",
+            'transform "Rescale" with Phi3ImageTransform: the HD transform makes the pixels itself')
