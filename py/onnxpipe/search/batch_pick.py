@@ -11,6 +11,7 @@ as [1] inputs shared by all rows, so a group never mixes options.
 from __future__ import annotations
 
 from ..ops import kv_rows
+from .sampler import penalty_rows
 
 
 def _key(seq, masked: tuple[int, ...]) -> tuple:
@@ -62,10 +63,8 @@ def _pick_group(backend, logits, seqs: list, masked: tuple[int, ...]) -> list[in
         made.append(backend.tensor(draws, "float32", (count,)))
         feeds["uniform"] = made[-1]
     if lead.penalty:
-        rows = [seq.ids or [0] for seq in seqs]
-        width = max(len(r) for r in rows)
-        padded = [v for r in rows for v in r + [r[0]] * (width - len(r))]   # repeats count once
-        made.append(backend.tensor(padded, "int64", (count, width)))
+        padded, shape = penalty_rows([seq.ids for seq in seqs])
+        made.append(backend.tensor(padded, "int64", shape))
         feeds["prev_tokens"] = made[-1]
     suppress = lead._suppressed(False, masked)
     if suppress is not None:

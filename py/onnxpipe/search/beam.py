@@ -25,6 +25,7 @@ from ..errors import ConfigError, InputError
 from ..ops import sampler as graphs
 from . import masks
 from .options import SearchOptions
+from .sampler import penalty_rows
 
 _FINISHED_FILLER = -1.0e9   # transformers' score of a finished slot not filled yet
 
@@ -115,10 +116,9 @@ class BeamSearch:
                  "k": b.tensor([min(self.width, count * vocab)], "int64", (1,))}
         made = [feeds["scores"], feeds["k"]]
         if self.penalty:
-            width = max(len(r) for r in rows)
-            padded = [v for r in rows for v in r + [r[0]] * (width - len(r))]   # repeats count once
+            padded, shape = penalty_rows(rows)
             made += [b.tensor([self.options.repetition_penalty], "float32", (1,)),
-                     b.tensor(padded, "int64", (count, width))]
+                     b.tensor(padded, "int64", shape)]
             feeds["penalty"], feeds["prev_tokens"] = made[-2], made[-1]
         if self.with_bans:
             bans = [self._bans(r, new, new == 0) for r in rows]

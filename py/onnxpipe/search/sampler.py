@@ -17,6 +17,18 @@ from ..ops import sampler as graphs
 from .options import SearchOptions
 
 
+
+def penalty_rows(histories: list[list[int]]) -> tuple[list[int], tuple[int, int]]:
+    """The repetition penalty's ``prev_tokens`` (flat, shape [rows, width]) for these ids.
+
+    Negative ids are left out: they are placeholders a processor writes into the prompt (an
+    image's rows, onnxruntime-genai's phi3v), never sampled, and an ONNX gather would read them
+    from the end of the vocabulary. Short rows repeat their first id (a repeat counts once).
+    """
+    rows = [[t for t in h if t >= 0] or [0] for h in histories]
+    width = max(len(r) for r in rows)
+    return [v for r in rows for v in r + [r[0]] * (width - len(r))], (len(rows), width)
+
 class Sampler:
     def __init__(self, backend, provider: str, options: SearchOptions, logits_info, vocab: int | None = None):
         """``vocab``: the logits' width where their shape leaves it symbolic (read from the graph)."""
@@ -114,8 +126,8 @@ class Sampler:
         if self.options.do_sample:
             feeds["uniform"] = b.tensor(self._draw(1), "float32", (1,))
         if self.penalty:
-            seen = history or [0]
-            feeds["prev_tokens"] = b.tensor(seen, "int64", (1, len(seen)))
+            seen, shape = penalty_rows([history])
+            feeds["prev_tokens"] = b.tensor(seen, "int64", shape)
         suppress = self._suppressed(start, masked)
         if suppress is not None:
             feeds["suppress_ids"] = suppress
@@ -141,10 +153,8 @@ class Sampler:
         if self.options.do_sample:
             feeds["uniform"] = b.tensor(self._draw(count), "float32", (count,))
         if self.penalty:
-            rows = [h or [0] for h in histories]
-            width = max(len(r) for r in rows)
-            padded = [v for r in rows for v in r + [r[0]] * (width - len(r))]   # repeats count once
-            feeds["prev_tokens"] = b.tensor(padded, "int64", (count, width))
+            padded, shape = penalty_rows(histories)
+            feeds["prev_tokens"] = b.tensor(padded, "int64", shape)
         suppress = self._suppressed(False)
         if suppress is not None:
             feeds["suppress_ids"] = suppress
