@@ -23,6 +23,7 @@ import os
 from typing import Any
 
 from ..errors import ConfigError
+from .genai_session import session_settings
 from .parse import describe
 from .windows import hann_periodic
 
@@ -68,19 +69,8 @@ def _session(section: dict, file: str, path: str) -> dict[str, Any]:
     """A v2 session entry from a genai section's filename and session_options."""
     if "filename" not in section:
         raise ConfigError('missing "filename"', file=file, path=f"{path}.filename")
-    session: dict[str, Any] = {"file": section["filename"]}
-    options = dict(_object(section.get("session_options", {}), file, f"{path}.session_options"))
-    listed = options.pop("provider_options", [])
-    if not isinstance(listed, list) or not all(isinstance(p, dict) for p in listed):
-        raise ConfigError(f'expected a list of objects such as [{{"cpu": {{}}}}], found {describe(listed)}',
-                          file=file, path=f"{path}.session_options.provider_options")
-    providers = [next(iter(p)) for p in listed if p]
-    if providers:
-        session["execution_provider"] = providers
-    options.pop("log_id", None)
-    if options:
-        session["session_options"] = options
-    return session
+    return {"file": section["filename"],
+            **session_settings(section.get("session_options", {}), file, f"{path}.session_options")}
 
 
 def _read(path: str, shown: str) -> Any:

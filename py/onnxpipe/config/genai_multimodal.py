@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ConfigError
+from .genai_session import session_settings
 from .parse import describe
 
 SECTIONS = ("vision", "speech", "embedding")
@@ -123,19 +124,8 @@ def _section(model: dict[str, Any], name: str, file: str) -> dict[str, Any]:
 
 def _session(section: dict[str, Any], file: str, path: str) -> dict[str, Any]:
     """A section's filename and session_options as a v2 session (as genai_v1 does the decoder's)."""
-    session: dict[str, Any] = {"file": section["filename"]}
-    options = dict(section.get("session_options", {}))
-    listed = options.pop("provider_options", [])
-    if not isinstance(listed, list) or not all(isinstance(p, dict) for p in listed):
-        raise ConfigError(f'expected a list of objects such as [{{"cpu": {{}}}}], found {describe(listed)}',
-                          file=file, path=f"{path}.session_options.provider_options")
-    providers = [next(iter(p)) for p in listed if p]
-    if providers:
-        session["execution_provider"] = providers
-    options.pop("log_id", None)
-    if options:
-        session["session_options"] = options
-    return session
+    return {"file": section["filename"],
+            **session_settings(section.get("session_options", {}), file, f"{path}.session_options")}
 
 
 def _soft_token(file: str) -> int:

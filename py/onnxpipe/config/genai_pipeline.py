@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ConfigError
+from .genai_session import session_settings
 from .parse import describe
 
 STAGE_KEYS = ("filename", "inputs", "outputs", "session_options", "run_options", "output_names_forwarder",
@@ -66,25 +67,6 @@ def _flag(stage: dict, key: str, default: bool, file: str, path: str) -> bool:
     return value
 
 
-def _settings(options: Any, file: str, path: str) -> dict[str, Any]:
-    """A stage's session_options -> the v2 session's execution_provider / session_options."""
-    if not isinstance(options, dict):
-        raise ConfigError(f"expected an object, found {describe(options)}", file=file, path=path)
-    options = dict(options)
-    listed = options.pop("provider_options", [])
-    if not isinstance(listed, list) or not all(isinstance(p, dict) for p in listed):
-        raise ConfigError(f'expected a list of objects such as [{{"cpu": {{}}}}], found {describe(listed)}',
-                          file=file, path=f"{path}.provider_options")
-    options.pop("log_id", None)
-    out: dict[str, Any] = {}
-    providers = [next(iter(p)) for p in listed if p]
-    if providers:
-        out["execution_provider"] = providers
-    if options:
-        out["session_options"] = options
-    return out
-
-
 def _session(stage: dict, decoder_session: dict, file: str, path: str) -> dict[str, Any]:
     """As onnxruntime-genai picks a stage's options: its own session_options (over the decoder's
     when inherit_session_options), else the decoder's."""
@@ -97,7 +79,7 @@ def _session(stage: dict, decoder_session: dict, file: str, path: str) -> dict[s
     parent = {k: v for k, v in decoder_session.items() if k != "file"}
     if "session_options" not in stage:
         return {"file": filename, **parent}
-    own = _settings(stage["session_options"], file, f"{path}.session_options")
+    own = session_settings(stage["session_options"], file, f"{path}.session_options")
     if not inherit:
         return {"file": filename, **own}
     merged = dict(parent)

@@ -15,6 +15,7 @@ from ..errors import ConfigError
 from . import genai_layout, genai_multimodal, genai_pipeline
 from .genai_encoder import add_encoder, check_type
 from .genai_hybrid import recurrent_state
+from .genai_session import session_settings
 from .parse import describe
 
 FILE = "genai_config.json"
@@ -99,21 +100,8 @@ def translate(genai: dict[str, Any], file: str = FILE) -> dict[str, Any]:
     outputs = _object(decoder.get("outputs", {}), file, "$.model.decoder.outputs")
     search = _object(genai.get("search", {}), file, "$.search")
     genai_layout.check_engine(genai, file)
-    _object(decoder.get("session_options", {}), file, "$.model.decoder.session_options")
-
-    session: dict[str, Any] = {"file": decoder.get("filename")}
-    options = dict(decoder.get("session_options", {}))
-    listed = options.pop("provider_options", [])
-    where = "$.model.decoder.session_options.provider_options"
-    if not isinstance(listed, list) or not all(isinstance(p, dict) for p in listed):
-        raise ConfigError(f'expected a list of objects such as [{{"cpu": {{}}}}], found {describe(listed)}',
-                          file=file, path=where)
-    providers = [next(iter(p)) for p in listed if p]
-    if providers:   # none listed means "the default one", whichever engine runs it
-        session["execution_provider"] = providers
-    options.pop("log_id", None)
-    if options:
-        session["session_options"] = options
+    session: dict[str, Any] = {"file": decoder.get("filename"), **session_settings(
+        decoder.get("session_options", {}), file, "$.model.decoder.session_options")}
 
     dataflow = []
     if inputs.get("input_ids", "input_ids") != "input_ids":
