@@ -14,8 +14,9 @@ with ordinary positions, [1, 3, h, w] pixels and 256 <image_soft_token> per imag
 onnxruntime-genai's gemma_image_processor writes); phi3v (Phi-3 / Phi-3.5-vision) with ordinary
 positions, HD crops [1, 17, 3, 336, 336] and image_sizes per image, and the -1 placeholder ids
 its embedding session replaces (one per image token, <|image_N|> tags expanded by the count
-onnxruntime-genai's phi_image_processor writes). Every other type is refused with what it
-needs, naming the section of genai_config.json that needs it.
+onnxruntime-genai's phi_image_processor writes); phi4mm (Phi-4-multimodal images) as phi3v with
+Phi-4's dynamic crops and masks and the 200010 image token (config/genai_phi4mm.py). Every
+other type is refused with what it needs, naming the section of genai_config.json that needs it.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ConfigError
+from . import genai_phi4mm
 from .genai_session import session_settings
 from .parse import describe
 
@@ -31,7 +33,7 @@ SECTIONS = ("vision", "speech", "embedding")
 # the Qwen-VL family (genai's IsQwenVLFamily) beyond qwen2_5_vl: not checked against onnxruntime-genai
 _QWEN_VL = ("(only model.type qwen2_5_vl is translated, the one checked against onnxruntime-genai "
             "by tests/fixtures/genai_qwen25_vl.py; this type's vision session and positions are not)")
-TRANSLATED = ("qwen2_5_vl", "gemma3", "phi3v")   # onto the vision-language flow by translate() below
+TRANSLATED = ("qwen2_5_vl", "gemma3", "phi3v", "phi4mm")   # onto the vision-language flow by translate() below
 # model.type -> (the section that needs the missing feature, the feature)
 _VISION_TYPES = {
     "qwen3_vl": ("vision", "Qwen3-VL image input " + _QWEN_VL),
@@ -43,8 +45,6 @@ _VISION_TYPES = {
                            "[IMG_END] (onnxruntime-genai's mistral3_image_processor)"),
     "videochat_flash_qwen": ("vision", "VideoChat-Flash video frames with a fixed token count "
                                        "per frame (onnxruntime-genai's videochat_flash_processor)"),
-    "phi4mm": ("vision", "Phi-4-multimodal images: HD crops with image_sizes and "
-                         "image_attention_mask (onnxruntime-genai's phi_multimodal_processor)"),
     "gemma4": ("vision", "Gemma 4 images: soft tokens per image and per_layer_inputs from the "
                          "embedding session (onnxruntime-genai's gemma4_multimodal_processor)"),
 }
@@ -75,7 +75,7 @@ def check(model: dict[str, Any], file: str) -> None:
     if isinstance(vision, dict) and "pipeline" in vision:
         _refuse(kind, "a vision pipeline of several sessions (model.vision.pipeline stages)", file,
                 "$.model.vision.pipeline")
-    if "speech" in model:
+    if "speech" in model and not genai_phi4mm.speech_cleared(model):
         _refuse(kind, _SPEECH, file, "$.model.speech")
     if kind in TRANSLATED:
         return   # translate() reads (and refuses) what it can't run key by key
@@ -151,22 +151,26 @@ def translate(model: dict[str, Any], doc: dict[str, Any], file: str) -> dict[str
     if not any(s in model for s in SECTIONS):
         return doc
     kind = model["type"]
+    phi4 = kind == "phi4mm"
     for name in ("vision", "embedding"):
         if name not in model:
             _refuse(kind, f"image input without a model.{name} section", file, "$.model")
     vision, embedding = _section(model, "vision", file), _section(model, "embedding", file)
-    gemma, phi3v = kind == "gemma3", kind == "phi3v"
+    gemma, phi3v = kind == "gemma3", kind == "phi3v" or phi4   # phi4mm: phi3v's flow, its own inputs
     _keys(vision, _GEMMA3_VISION_KEYS if gemma or phi3v else _VISION_KEYS, kind, file, "$.model.vision")
-    _keys(vision.get("inputs", {}), ("pixel_values",) if gemma else _PHI3V_INPUTS if phi3v else _VISION_INPUTS,
-          kind, file, "$.model.vision.inputs")
+    _keys(vision.get("inputs", {}), ("pixel_values",) if gemma else genai_phi4mm.VISION_INPUTS if phi4
+          else _PHI3V_INPUTS if phi3v else _VISION_INPUTS, kind, file, "$.model.vision.inputs")
     _keys(vision.get("outputs", {}), ("image_features",), kind, file, "$.model.vision.outputs")
     _keys(embedding, _EMBEDDING_KEYS, kind, file, "$.model.embedding")
-    _keys(embedding.get("inputs", {}), _EMBEDDING_INPUTS, kind, file, "$.model.embedding.inputs")
+    _keys(embedding.get("inputs", {}), genai_phi4mm.EMBEDDING_INPUTS if phi4 else _EMBEDDING_INPUTS, kind, file,
+          "$.model.embedding.inputs")
     _keys(embedding.get("outputs", {}), ("inputs_embeds",), kind, file, "$.model.embedding.outputs")
     token = model.get("image_token_id")
     if gemma and token is None:
         token = _soft_token(file)
-    if phi3v:   # negative ids mark image tokens; the embedding session places the rows itself
+    if phi4:
+        token = genai_phi4mm.image_token(model, file)
+    elif phi3v:   # negative ids mark image tokens; the embedding session places the rows itself
         if "image_token_id" in model:
             _refuse(kind, "model.image_token_id (Phi-3-vision marks image tokens with negative ids)",
                     file, "$.model.image_token_id")
@@ -212,4 +216,6 @@ def translate(model: dict[str, Any], doc: dict[str, Any], file: str) -> dict[str
     doc.setdefault("preprocessing", {})["image"] = {
         "config": vision.get("config_filename", "processor_config.json"), "format": "ort-extensions",
         "pixel_values": pixels, **({} if gemma else {"grid_thw": grid})}   # phi3v: image_sizes
+    if phi4:
+        genai_phi4mm.extend(model, doc, file)
     return doc

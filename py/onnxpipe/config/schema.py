@@ -313,7 +313,9 @@ class OutputRef:
 @dataclass(frozen=True)
 class InputSpec:
     dtype: str = spec("float32", "element type", choices=DTYPES)
-    shape: tuple[int, ...] = spec((), "tensor shape ([] for a scalar)", range=SHAPE)
+    shape: tuple[int, ...] = spec((), "tensor shape ([] for a scalar; a 0 dim: an empty tensor, "
+                                      "e.g. an embedding's audio_features without audio)",
+                                  range=Range(0, MAX_ELEMENTS, "a dimension size", elements=MAX_ELEMENTS))
     default: Any = spec(None, "value used when the caller gives none (a number or a flat list)",
                         range=CONTROL_VALUE)
     min: float | None = spec(None, "smallest value a caller may give", range=CONTROL_VALUE)
@@ -581,6 +583,8 @@ class ImagePreprocessing:
                                        "image_processor.json uses the same keys)", choices=IMAGE_FORMATS)
     pixel_values: str = spec("pixel_values", "pipeline input that takes each image's rows")
     grid_thw: str = spec("image_grid_thw", "pipeline input that takes each image's [1, 3] grid")
+    attention_mask: str | None = spec(None, "pipeline input that takes each image's crop masks "
+                                            "[1, crops, 32, 32] (Phi-4-multimodal)")
     expected_outputs: dict[str, ExpectedTensor] = spec(
         doc="checked at load against the session inputs those outputs feed", factory=dict)
 

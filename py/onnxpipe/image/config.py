@@ -2,8 +2,9 @@
 
 Three processors' rules are implemented: Qwen2-VL's (dynamic resolution: smart_resize, bicubic,
 rescale, normalise, patchify), Gemma 3's (a fixed size.height x size.width, bicubic, rescale,
-normalise, [1, 3, h, w] pixels, image_seq_length soft tokens per image) and Phi-3-vision's
-(HD crops, image/processor.py); a file naming another
+normalise, [1, 3, h, w] pixels, image_seq_length soft tokens per image), Phi-3-vision's
+(HD crops, image/processor.py) and Phi-4-multimodal's (dynamic HD crops with an attention
+mask, image/phi4.py); a file naming another
 processor type, a key this runtime would ignore, or a value it can't honour is refused at load
 with the file and JSON path.
 """
@@ -23,7 +24,8 @@ from . import ort_extensions
 QWEN_TYPES = ("Qwen2VLImageProcessor", "Qwen2VLImageProcessorFast", "Qwen2VLImageProcessorPil")
 FIXED_TYPES = ("Gemma3ImageProcessor",)   # every image resized to size.height x size.width
 HD_TYPES = ("Phi3VImageProcessor",)   # Phi-3-vision's HD crops (ort-extensions' Phi3ImageTransform)
-PROCESSOR_TYPES = QWEN_TYPES + FIXED_TYPES + HD_TYPES
+DYNAMIC_HD_TYPES = ("Phi4MultimodalImageProcessor",)   # Phi-4-multimodal's crops (image/phi4.py)
+PROCESSOR_TYPES = QWEN_TYPES + FIXED_TYPES + HD_TYPES + DYNAMIC_HD_TYPES
 BICUBIC = 3   # PIL's code for the bicubic filter, the only one implemented
 PIXELS = Range(1, 2 ** 26, "pixels")   # an image resized to the budget is allocated whole
 
@@ -64,6 +66,8 @@ class ImageProcessorConfig:
                                  range=Range(1, 1 << 20, "tokens"))
     num_crops: int = spec(16, "most 336 x 336 crops per image (Phi3VImageProcessor)",
                           range=Range(16, 16, "crops (ort-extensions' fixed 16)"))
+    dynamic_hd: int = spec(36, "most 448 x 448 crops per image (Phi4MultimodalImageProcessor)",
+                           range=Range(1, 1024, "crops"))
 
     @property
     def fixed(self) -> bool:
@@ -74,6 +78,11 @@ class ImageProcessorConfig:
     def hd(self) -> bool:
         """Phi-3-vision's HD crops: [1, num_crops + 1, 3, 336, 336] pixels and image_sizes."""
         return self.image_processor_type in HD_TYPES
+
+    @property
+    def dynamic_hd_crops(self) -> bool:
+        """Phi-4-multimodal: [1, crops, 3, 448, 448] pixels, image_sizes and crop masks."""
+        return self.image_processor_type in DYNAMIC_HD_TYPES
 
     @property
     def factor(self) -> int:

@@ -22,13 +22,16 @@ from .tokens import expand_image_tokens, tokens_per_image
 SPEC_PATH = "$.preprocessing.image"
 BOI, SOFT, EOI = "<start_of_image>", "<image_soft_token>", "<end_of_image>"   # Gemma 3's markers
 TAG = re.compile(r"<\|image_(\d+)\|>")   # Phi-3-vision's image tags
+PHI4_IMAGE = "<|endoftext10|>"   # what onnxruntime-genai's phi_multimodal_processor puts for each tag
 MADE = {"pixel_values": (2, "float32"), "grid_thw": (2, "int64")}   # rank and dtype of each output
 
 
 def front_end_inputs(spec: PipelineSpec) -> tuple[str, ...]:
     """The pipeline inputs the image front end supplies (none without preprocessing.image)."""
     image = spec.preprocessing.image
-    return (image.pixel_values, image.grid_thw) if image is not None else ()
+    if image is None:
+        return ()
+    return (image.pixel_values, image.grid_thw) + ((image.attention_mask,) if image.attention_mask else ())
 
 
 def load_config(config) -> ImageProcessorConfig | None:
@@ -94,7 +97,7 @@ def attach(config, plan, sessions: dict, components: list, executor) -> None:
                                   "token: set position_ids.spatial_merge_size or preprocessing.image",
                                   file=file, path="$.pipeline.state.position_ids.spatial_merge_size")
     if processor is not None:
-        check_expected(spec, plan, sessions, file, processor.fixed, processor.hd)
+        check_expected(spec, plan, sessions, file, processor.fixed, processor.hd or processor.dynamic_hd_crops)
 
 
 def _check_fed_rows(p, file: str, path: str) -> None:
@@ -124,6 +127,8 @@ def check_expected(spec: PipelineSpec, plan, sessions: dict, file: str, fixed: b
     made = ({image.pixel_values: (4, "float32")} if fixed   # Gemma 3: [1, 3, h, w], no grid
             else {image.pixel_values: (5, "float32"), image.grid_thw: (2, "int64")} if hd   # Phi-3-V
             else {image.pixel_values: MADE["pixel_values"], image.grid_thw: MADE["grid_thw"]})
+    if hd and image.attention_mask:   # Phi-4-multimodal: the crop masks beside them
+        made[image.attention_mask] = (4, "float32")
     for name, expected in image.expected_outputs.items():
         path = f"{SPEC_PATH}.expected_outputs.{name}"
         if name not in made:
@@ -180,7 +185,13 @@ class ImageFrontEnd:
         """Phi-3-vision's prompt rule (onnxruntime-genai's phi_image_processor): the text split at
         each "<|image_N|>" tag, each piece tokenized on its own, one placeholder id (the image
         token, -1) where each tag was, expanded by ``prepare``; None for other processors. The
-        tags must be <|image_1|> .. <|image_count|>, in order, once each."""
+        tags must be <|image_1|> .. <|image_count|>, in order, once each.
+
+        Phi-4-multimodal's rule (onnxruntime-genai's phi_multimodal_processor): each tag, whatever
+        its number, becomes <|endoftext10|> and the whole text is tokenized; ``prepare`` expands
+        each of those ids and checks there is one per image."""
+        if self.config.dynamic_hd_crops:
+            return tokenizer.encode(TAG.sub(PHI4_IMAGE, text), add_special_tokens=True)
         if not self.config.hd:
             return None
         tags = [int(n) for n in TAG.findall(text)]
@@ -216,6 +227,13 @@ class ImageFrontEnd:
             ids = _expand_tags(ids, self.token, [hd_tokens(*d.hd_size) for d in done])
             return ids, {self.spec.pixel_values: Items(d.pixel_values for d in done),
                          self.spec.grid_thw: Items((list(d.hd_size), (1, 2)) for d in done)}
+        if self.config.dynamic_hd_crops:   # Phi-4-multimodal: a count per image, sizes and masks beside
+            counts = [d.tokens for d in done]
+            expand = _expand_tags if ids.count(self.token) == len(counts) else expand_image_tokens
+            return expand(ids, self.token, counts), {
+                self.spec.pixel_values: Items(d.pixel_values for d in done),
+                self.spec.grid_thw: Items((list(d.hd_size), (1, 2)) for d in done),
+                self.spec.attention_mask: Items(d.masks for d in done)}
         if self.config.fixed:   # Gemma 3: image_seq_length soft tokens per image, no grid
             ids = expand_image_tokens(ids, self.token, [self.config.image_seq_length] * len(done))
             return ids, {self.spec.pixel_values: Items(d.pixel_values for d in done)}

@@ -10,6 +10,10 @@ Gemma3ImageProcessor keys. The list it ships for Phi-3 / Phi-3.5-vision (model.t
 DecodeImage (BGR) and ConvertRGB, then Phi3ImageTransform (the HD transform: a bilinear resize
 to at most 16 crops of 336 x 336, white padding, CLIP normalisation, a bicubic 336 x 336 global
 image first, zero crops up to 17), read as the keys of image/config.py's Phi3VImageProcessor.
+The list it ships for Phi-4-multimodal (model.type "phi4mm"): DecodeImage (RGB),
+Phi4VisionDynamicPreprocess (dynamic HD crops of 448 x 448 and their attention mask), Rescale,
+Normalize and Phi4VisionProcessor (a bicubic 448 x 448 global image first), with the
+"phi4-vision-aligner" output aligner, read as Phi4MultimodalImageProcessor keys (image/phi4.py).
 Those are the steps onnxpipe's image graph runs, in that order;
 any other step, order, attribute or value is refused with the JSON path in the file.
 """
@@ -21,11 +25,14 @@ from typing import Any
 from ..config.parse import describe
 from ..errors import ConfigError
 
-ORDER = ("DecodeImage", "ConvertRGB", "Phi3ImageTransform", "Resize", "Rescale", "Normalize", "PatchImage", "Permute3D")
+ORDER = ("DecodeImage", "ConvertRGB", "Phi3ImageTransform", "Phi4VisionDynamicPreprocess", "Resize", "Rescale",
+         "Normalize", "Phi4VisionProcessor", "PatchImage", "Permute3D")
 _ATTRS = {
     "DecodeImage": ("color_space",),
     "ConvertRGB": (),
     "Phi3ImageTransform": ("num_crops", "num_img_tokens"),
+    "Phi4VisionDynamicPreprocess": ("dynamic_hd", "dyhd_base_resolution"),
+    "Phi4VisionProcessor": ("dyhd_base_resolution", "interpolation"),
     # width, height and keep_aspect_ratio are the fixed-size mode's; smart_resize ignores them
     "Resize": ("width", "height", "keep_aspect_ratio", "interpolation", "smart_resize", "min_pixels",
                "max_pixels", "patch_size", "merge_size"),
@@ -51,13 +58,17 @@ def _fail(message: str, file: str, path: str) -> None:
 
 def to_processor_keys(doc: dict[str, Any], file: str) -> dict[str, Any]:
     """transformers' preprocessor_config.json keys equivalent to the transform list."""
-    unknown = sorted(set(doc["processor"]) - {"name", "transforms"})
+    phi4 = _PHI4_ALIGNER if doc["processor"].get("output_aligner") == _PHI4_ALIGNER else None
+    unknown = sorted(set(doc["processor"]) - {"name", "transforms"} - ({"output_aligner"} if phi4 else set()))
     if unknown:
-        _fail(f'unknown key "{unknown[0]}"; valid keys: name, transforms', file, f"$.processor.{unknown[0]}")
+        _fail(f'unknown key "{unknown[0]}"; valid keys: name, transforms (and output_aligner '
+              f'"{_PHI4_ALIGNER}" with the Phi-4 steps)', file, f"$.processor.{unknown[0]}")
     transforms = doc["processor"]["transforms"]
     if not isinstance(transforms, list):
         _fail(f"expected a list of transforms, found {describe(transforms)}", file, "$.processor.transforms")
     steps: dict[str, tuple[dict[str, Any], str]] = {}   # type -> (attrs, their JSON path)
+    names: dict[str, Any] = {}    # type -> its operation name
+    inputs: dict[str, Any] = {}   # type -> its operation inputs (the Phi-4 list wires them)
     last = -1
     for i, item in enumerate(transforms):
         path = f"$.processor.transforms[{i}].operation"
@@ -81,6 +92,14 @@ def to_processor_keys(doc: dict[str, Any], file: str) -> dict[str, Any]:
                 _fail(f'unknown {kind} attribute "{key}"; valid: {", ".join(_ATTRS[kind]) or "none"}',
                       file, f"{path}.attrs.{key}")
         steps[kind] = (attrs, f"{path}.attrs")
+        names[kind] = op.get("name")
+        inputs[kind] = op.get("inputs")
+    if phi4 or any(k.startswith("Phi4") for k in steps):
+        return _phi4(steps, names, inputs, phi4, file)
+    if any(v is not None for v in inputs.values()):
+        kind = next(k for k, v in inputs.items() if v is not None)
+        _fail("inputs: only the Phi-4 steps name their inputs; the other lists run in order",
+              file, steps[kind][1][:-len(".attrs")] + ".inputs")
     if "Phi3ImageTransform" in steps:
         return _phi3(steps, file)
     if "DecodeImage" in steps and "Permute3D" in steps and "PatchImage" not in steps:
@@ -215,3 +234,60 @@ def _phi3(steps: dict[str, tuple[dict[str, Any], str]], file: str) -> dict[str, 
             "resample": 3, "do_rescale": True, "rescale_factor": 1 / 255, "do_normalize": True,
             "image_mean": [0.48145466, 0.4578275, 0.40821073],
             "image_std": [0.26862954, 0.26130258, 0.27577711], "num_crops": 16}
+
+
+_PHI4_ALIGNER = "phi4-vision-aligner"
+_PHI4 = ("DecodeImage", "Phi4VisionDynamicPreprocess", "Rescale", "Normalize", "Phi4VisionProcessor")
+
+
+def _phi4(steps: dict[str, tuple[dict[str, Any], str]], names: dict[str, Any], inputs: dict[str, Any],
+          aligner: str | None, file: str) -> dict[str, Any]:
+    """Phi-4-multimodal's list (onnxruntime-genai's phi_multimodal_processor): exactly _PHI4, the
+    processor fed the normalised image and the dynamic step's mask, and the phi4-vision aligner
+    (float masks, padding crops all ones). The crop side is 448: the token count ort-extensions
+    writes (256 + 16 + 1 for the global image) holds for that side only."""
+    for kind in _PHI4:
+        if kind not in steps:
+            _fail(f"no {kind} transform: the Phi-4 list is {', '.join(_PHI4)}", file, "$.processor.transforms")
+    others = [k for k in steps if k not in _PHI4]
+    if others:
+        _fail(f'transform "{others[0]}" with the Phi-4 steps: onnxpipe runs {", ".join(_PHI4)}', file,
+              steps[others[0]][1][:-len(".attrs")] + ".type")
+    if aligner is None:
+        _fail(f'expected "output_aligner": "{_PHI4_ALIGNER}" with the Phi-4 steps (onnxruntime-genai '
+              "feeds float masks with padding crops all ones)", file, "$.processor.output_aligner")
+    attrs, at = steps["DecodeImage"]
+    if attrs.get("color_space", "RGB") != "RGB":
+        _fail(f'color_space: only "RGB" is supported before Phi4VisionDynamicPreprocess, found '
+              f"{describe(attrs['color_space'])}", file, f"{at}.color_space")
+    for kind in ("Phi4VisionDynamicPreprocess", "Phi4VisionProcessor"):
+        attrs, at = steps[kind]
+        if attrs.get("dyhd_base_resolution", 448) != 448:
+            _fail(f"dyhd_base_resolution: only 448 is supported (ort-extensions' token count of "
+                  f"256 + 16 + 1 per global image assumes it); found {describe(attrs['dyhd_base_resolution'])}",
+                  file, f"{at}.dyhd_base_resolution")
+    attrs, at = steps["Phi4VisionProcessor"]
+    if attrs.get("interpolation", "CUBIC") != "CUBIC":
+        _fail(f'interpolation: only "CUBIC" is supported, found {describe(attrs["interpolation"])}', file,
+              f"{at}.interpolation")
+    wired = {"Rescale": [":0"], "Phi4VisionProcessor": [":0", f"{names['Phi4VisionDynamicPreprocess']}:1"]}
+    for kind in _PHI4:
+        want = wired.get(kind)
+        if inputs[kind] is not None and inputs[kind] != want:
+            _fail(f"inputs: expected {describe(want)} (the previous step's image"
+                  f"{' and the dynamic step mask' if kind == 'Phi4VisionProcessor' else ''}), found "
+                  f"{describe(inputs[kind])}", file, steps[kind][1][:-len(".attrs")] + ".inputs")
+    hd = steps["Phi4VisionDynamicPreprocess"][0].get("dynamic_hd", 36)
+    if isinstance(hd, bool) or not isinstance(hd, int) or hd <= 0:
+        _fail(f"dynamic_hd: expected a positive integer, found {describe(hd)}", file,
+              f"{steps['Phi4VisionDynamicPreprocess'][1]}.dynamic_hd")
+    attrs = steps["Normalize"][0]
+    for key in ("qwen2_5_vl", "qwen3_vl"):
+        if attrs.get(key):
+            _fail(f"{key}: the Qwen-VL channel swap, not part of the Phi-4 steps", file,
+                  f"{steps['Normalize'][1]}.{key}")
+    return {"image_processor_type": "Phi4MultimodalImageProcessor", "do_convert_rgb": True,
+            "do_resize": True, "resample": 3, "do_rescale": True,
+            "rescale_factor": steps["Rescale"][0].get("rescale_factor", 1 / 255), "do_normalize": True,
+            "image_mean": attrs.get("mean", [0.48145466, 0.4578275, 0.40821073]),
+            "image_std": attrs.get("std", [0.26862954, 0.26130258, 0.27577711]), "dynamic_hd": hd}

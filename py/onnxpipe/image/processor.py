@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from ..errors import InputError
 from ..ops.image import hd_graph, nchw_graph, patchify_graph
+from . import phi4
 from .config import ImageProcessorConfig
 from .resize import smart_resize, vertical_first
 
@@ -59,6 +60,8 @@ class ProcessedImage:
     pixel_values: tuple[list, tuple[int, int]]   # (flat float32 values, (patches, patch_dim))
     grid: tuple[int, int, int] | None            # (t, h, w) in patches; None for a fixed size
     hd_size: tuple[int, int] | None = None       # Phi-3-vision: the padded HD (height, width)
+    masks: tuple[list, tuple] | None = None      # Phi-4-multimodal: image_attention_mask, its shape
+    tokens: int | None = None                    # Phi-4-multimodal: image tokens in the prompt
 
 
 class ImageProcessor:
@@ -86,6 +89,8 @@ class ImageProcessor:
             return self._nchw(image, height, width, resize)
         if c.hd:
             return self._hd(image)
+        if c.dynamic_hd_crops:
+            return self._dynamic_hd(image)
         graph = patchify_graph(c.temporal_patch_size, resize,
                                resize and vertical_first(image.height, image.width, height, width),
                                c.rescale_factor if c.do_rescale else None,
@@ -139,6 +144,31 @@ class ImageProcessor:
         values = backend.to_list(out)
         backend.dispose_many(list(feeds.values()) + [out])
         return ProcessedImage((values, (1, c.num_crops + 1, 3, HD_SIDE, HD_SIDE)), None, (height, width))
+
+
+    def _dynamic_hd(self, image: Image) -> ProcessedImage:
+        """Phi-4-multimodal: [1, 1 + rows * cols, 3, 448, 448] pixels (hd_graph, no zero crops),
+        the padded size, the crop masks and the token count of image/phi4.py's layout."""
+        c, backend = self.config, self.backend
+        try:
+            lay = phi4.layout(image.height, image.width, c.dynamic_hd)
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
+        height, width, side, cells = lay.height + lay.pad_h, lay.width + lay.pad_w, phi4.SIDE, lay.rows * lay.cols
+        graph = hd_graph((lay.height, lay.width) != (image.height, image.width), tuple(c.image_mean),
+                         tuple(c.image_std), None, side, c.rescale_factor)
+        session = backend.open_graph(graph, self.provider)
+        feeds = {"rgb": backend.tensor(memoryview(image.rgb), "uint8", (image.height, image.width, 3)),
+                 "sizes": backend.tensor([1, 3, lay.height, lay.width], "int64", (4,)),
+                 "pads": backend.tensor([0, 0, 0, 0, 0, 0, lay.pad_h, lay.pad_w], "int64", (8,)),
+                 "blocks": backend.tensor([3, lay.rows, side, lay.cols, side], "int64", (5,)),
+                 "cells": backend.tensor([cells, 3, side, side], "int64", (4,)),
+                 "fill": backend.tensor([0] * 8, "int64", (8,))}
+        out = backend.run(session, feeds, ["pixel_values"])["pixel_values"]
+        values = backend.to_list(out)
+        backend.dispose_many(list(feeds.values()) + [out])
+        return ProcessedImage((values, (1, cells + 1, 3, side, side)), None, (height, width),
+                              (phi4.crop_masks(lay), (1, cells + 1, phi4.MASK, phi4.MASK)), phi4.image_tokens(lay))
 
 
 HD_SIDE = 336   # ort-extensions' Phi-3 crop side

@@ -62,7 +62,8 @@ def nchw_graph(resize: bool, vertical_first: bool, rescale: float | None,
 
 
 @lru_cache(maxsize=None)
-def hd_graph(resize: bool, mean: tuple[float, ...], std: tuple[float, ...], crops: int, side: int) -> bytes:
+def hd_graph(resize: bool, mean: tuple[float, ...], std: tuple[float, ...], crops: int | None, side: int,
+             scale: float | None = None) -> bytes:
     """Phi-3-vision's HD transform (ort-extensions' Phi3ImageTransform): input ``rgb`` uint8
     [h, w, 3], ``sizes`` [4] = 1, 3, new_h, new_w (Pillow's bilinear resize, horizontal pass
     first, 8 bits after each), ``pads`` [8] (white padding of the short side to a multiple of
@@ -70,7 +71,10 @@ def hd_graph(resize: bool, mean: tuple[float, ...], std: tuple[float, ...], crop
     ``fill`` [8] (zero crops after them); output ``pixel_values`` float32
     [1, crops + 1, 3, side, side]: the padded image normalised, resized bicubically (no
     rounding, as Pillow's float mode) to side x side as the global image, then its m x n crops
-    row by row, then zero crops."""
+    row by row, then zero crops. Phi-4-multimodal's (ort-extensions' Phi4VisionDynamicPreprocess
+    and Phi4VisionProcessor, image/phi4.py) is the same graph with the padding at the bottom and
+    right, no zero crops, ``crops`` None (a dynamic count) and ``scale`` (its Rescale step,
+    a multiplication) in place of the division by 255."""
     g = Graph("image_hd")
     g.input("rgb", "uint8", ["h", "w", 3])
     for name, n in (("sizes", 4), ("pads", 8), ("blocks", 5), ("cells", 4), ("fill", 8)):
@@ -78,10 +82,15 @@ def hd_graph(resize: bool, mean: tuple[float, ...], std: tuple[float, ...], crop
     x = _pixels(g, resize, False, None, None, None, mode="linear")
     g.const("white", [255.0], "float32", [])
     x = g.node("Pad", [x, "pads", "white"], "padded", mode="constant")
-    g.const("full", [255.0], "float32", [])
     g.const("mean", list(mean), "float32", [1, 3, 1, 1])
     g.const("std", list(std), "float32", [1, 3, 1, 1])
-    x = g.node("Div", [g.node("Sub", [g.node("Div", [x, "full"], "rescaled"), "mean"], "centred"), "std"], "hd")
+    if scale is None:
+        g.const("full", [255.0], "float32", [])
+        x = g.node("Div", [x, "full"], "rescaled")
+    else:
+        g.const("scale", [scale], "float32", [])
+        x = g.node("Mul", [x, "scale"], "rescaled")
+    x = g.node("Div", [g.node("Sub", [x, "mean"], "centred"), "std"], "hd")
     g.const("global_size", [1, 3, side, side], "int64", [4])
     whole = g.node("Resize", [x, "", "", "global_size"], "global", mode="cubic", cubic_coeff_a=-0.5,
                    antialias=1, exclude_outside=1, coordinate_transformation_mode="half_pixel")
@@ -91,7 +100,7 @@ def hd_graph(resize: bool, mean: tuple[float, ...], std: tuple[float, ...], crop
     x = g.node("Concat", [whole, x], "stacked", axis=0)
     x = g.node("Pad", [x, "fill"], "filled", mode="constant")
     g.node("Unsqueeze", [x, "axis0"], "pixel_values")   # axis0: defined by _pixels
-    g.output("pixel_values", "float32", [1, crops + 1, 3, side, side])
+    g.output("pixel_values", "float32", [1, "crops" if crops is None else crops + 1, 3, side, side])
     return g.to_bytes(opset=OPSET)
 
 

@@ -154,7 +154,9 @@ class TextGeneration:
         if not ids:
             raise InputError("empty prompt: nothing to generate from")
         vocab = self.loaded.vocab_size
-        bad = [i for i in ids if not 0 <= i < vocab] if vocab else []
+        placeholder = self.loaded.images.token if self.loaded.images is not None else None
+        # an image token past the vocabulary (Phi-4-multimodal's 200010) only reaches the embedding session
+        bad = [i for i in ids if not 0 <= i < vocab and i != placeholder] if vocab else []
         if bad:
             raise InputError(f"input_ids: {bad[:5]} outside the vocabulary (0..{vocab - 1})")
         return ids
