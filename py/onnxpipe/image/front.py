@@ -97,6 +97,11 @@ def attach(config, plan, sessions: dict, components: list, executor) -> None:
                                   "token: set position_ids.spatial_merge_size or preprocessing.image",
                                   file=file, path="$.pipeline.state.position_ids.spatial_merge_size")
     if processor is not None:
+        masks = spec.preprocessing.image.attention_mask
+        if bool(masks) != processor.dynamic_hd_crops:   # only Phi-4's processor makes crop masks
+            said = "makes no crop masks" if masks else "makes crop masks: name the pipeline input they go to"
+            raise ConfigError(f"the {processor.image_processor_type} processor {said}", file=file,
+                              path=f"{SPEC_PATH}.attention_mask")
         check_expected(spec, plan, sessions, file, processor.fixed, processor.hd or processor.dynamic_hd_crops)
 
 

@@ -20,6 +20,7 @@ any other step, order, attribute or value is refused with the JSON path in the f
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from ..config.parse import describe
@@ -274,9 +275,9 @@ def _phi4(steps: dict[str, tuple[dict[str, Any], str]], names: dict[str, Any], i
     for kind in _PHI4:
         want = wired.get(kind)
         if inputs[kind] is not None and inputs[kind] != want:
-            _fail(f"inputs: expected {describe(want)} (the previous step's image"
-                  f"{' and the dynamic step mask' if kind == 'Phi4VisionProcessor' else ''}), found "
-                  f"{describe(inputs[kind])}", file, steps[kind][1][:-len(".attrs")] + ".inputs")
+            _fail(f"inputs: expected {json.dumps(want)} (the previous step's image"
+                  f"{', then the dynamic step mask' if kind == 'Phi4VisionProcessor' else ''}), found "
+                  f"{json.dumps(inputs[kind])}", file, steps[kind][1][:-len(".attrs")] + ".inputs")
     hd = steps["Phi4VisionDynamicPreprocess"][0].get("dynamic_hd", 36)
     if isinstance(hd, bool) or not isinstance(hd, int) or hd <= 0:
         _fail(f"dynamic_hd: expected a positive integer, found {describe(hd)}", file,

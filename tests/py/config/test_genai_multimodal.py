@@ -70,10 +70,11 @@ def test_speech_section_is_refused_before_the_vision_one():
            "audio_projection_mode)" in exc.message
 
 
-def test_phi4mm_without_speech_names_its_image_feature():
+def test_phi4mm_with_qwen_vision_keys_names_the_first():
+    """phi4mm images are translated (below): a Qwen-VL vision key is named, not the type."""
     exc = refusal(bundle("phi4mm", embedding=EMBEDDING, vision=VISION))
-    assert exc.path == "$.model.vision"
-    assert "Phi-4-multimodal images: HD crops" in exc.message
+    assert exc.path == "$.model.vision.spatial_merge_size"
+    assert 'model.type "phi4mm": the key "spatial_merge_size"' in exc.message
 
 
 @pytest.mark.parametrize("section", ["vision", "speech"])
@@ -274,3 +275,76 @@ def test_phi3v_keys_onnxpipe_does_not_run_are_named(extra, path, text):
     exc = refusal(bundle("phi3v", **{"embedding": EMBEDDING, "vision": PHI3V_VISION, **extra}))
     assert exc.path == path
     assert f'model.type "phi3v": {text}' in exc.message
+
+
+# ---- model.type "phi4mm" (Phi-4-multimodal) images
+
+PHI4_VISION = {"filename": "vision.onnx", "config_filename": "processor_config.json",
+               "inputs": {"pixel_values": "pixel_values", "image_sizes": "image_sizes",
+                          "attention_mask": "image_attention_mask"},
+               "outputs": {"image_features": "image_features"}}
+PHI4_EMBEDDING = {"filename": "embedding.onnx",
+                  "inputs": {"input_ids": "input_ids", "image_features": "image_features",
+                             "audio_features": "audio_features"},
+                  "outputs": {"inputs_embeds": "inputs_embeds"}}
+CLEARED = {"filename": "", "config_filename": ""}
+
+
+def phi4mm(**model):
+    g = bundle("phi4mm", embedding=PHI4_EMBEDDING, vision=PHI4_VISION, speech=CLEARED)
+    g["model"]["decoder"]["hidden_size"] = 16
+    g["model"].update(copy.deepcopy(model))
+    return g
+
+
+def test_phi4mm_translation():
+    """phi3v's flow with the crop masks as a third per-image input, the 200010 image token and
+    the embedding's audio_features fed [0, hidden] (no speech session)."""
+    doc = translated(phi4mm())
+    assert doc["pipeline"]["flow"][0] == {"run": "vision", "when": "init", "loop": "per_image",
+                                          "loop_over": "pixel_values"}
+    assert doc["pipeline"]["state"]["position_ids"].get("strategy") != "mrope_3d"
+    assert doc["tokens"]["extra"] == {"image_token": 200010}
+    assert doc["preprocessing"]["image"] == {"config": "processor_config.json", "format": "ort-extensions",
+                                             "pixel_values": "pixel_values", "grid_thw": "image_sizes",
+                                             "attention_mask": "image_attention_mask"}
+    assert doc["pipeline"]["inputs"]["audio_features"]["shape"] == [0, 16]
+    assert {"from": "inputs.audio_features", "to": "embedding.audio_features"} in doc["pipeline"]["dataflow"]
+
+
+@pytest.mark.parametrize("extra, path, text", [
+    ({"vision": {**PHI4_VISION, "inputs": {"image_grid_thw": "g"}}}, "$.model.vision.inputs.image_grid_thw",
+     'the key "image_grid_thw"'),
+    ({"embedding": {**PHI4_EMBEDDING, "inputs": {"per_layer_inputs": "p"}}},
+     "$.model.embedding.inputs.per_layer_inputs", 'the key "per_layer_inputs"'),
+])
+def test_phi4mm_keys_onnxpipe_does_not_run_are_named(extra, path, text):
+    exc = refusal(phi4mm(**extra))
+    assert exc.path == path
+    assert f'model.type "phi4mm": {text}' in exc.message
+
+
+@pytest.mark.parametrize("speech", [{"filename": "", "config_filename": "speech.json"},
+                                    {"filename": "speech.onnx", "config_filename": ""}, SPEECH])
+def test_phi4mm_speech_block_not_cleared_is_audio_input(speech):
+    exc = refusal(phi4mm(speech=speech))
+    assert exc.path == "$.model.speech"
+    assert 'model.type "phi4mm": audio input' in exc.message
+
+
+def test_phi4mm_image_token_is_genai_s_fixed_id():
+    assert translated(phi4mm(image_token_id=200010))["tokens"]["extra"] == {"image_token": 200010}
+    with pytest.raises(ConfigError) as info:
+        genai_v1.translate(phi4mm(image_token_id=5), "genai_config.json")
+    assert (info.value.file, info.value.path) == ("genai_config.json", "$.model.image_token_id")
+    assert ('onnxruntime-genai marks image tokens with id 200010 (<|endoftext10|>) whatever '
+            "model.image_token_id says; expected 200010 or no key, found integer 5") in info.value.message
+
+
+def test_phi4mm_audio_features_need_the_hidden_size():
+    g = phi4mm()
+    del g["model"]["decoder"]["hidden_size"]
+    with pytest.raises(ConfigError) as info:
+        genai_v1.translate(g, "genai_config.json")
+    assert info.value.path == "$.model.decoder.hidden_size"
+    assert 'the embedding session\'s "audio_features" is fed [0, hidden_size] without audio' in info.value.message

@@ -154,3 +154,42 @@ def test_phi3v_list_with_another_step(tmp_path):
     doc["processor"]["transforms"].append({"operation": {"type": "Rescale"}})
     refused(tmp_path, doc, "$.processor.transforms[3].operation.type",
             'transform "Rescale" with Phi3ImageTransform: the HD transform makes the pixels itself')
+
+
+def phi4_list(index=None, **attrs):
+    from tests.fixtures.genai_phi4mm import PROCESSOR as PHI4
+
+    doc = copy.deepcopy(PHI4)
+    if index is not None:
+        doc["processor"]["transforms"][index]["operation"].setdefault("attrs", {}).update(attrs)
+    return doc
+
+
+def test_genai_phi4mm_list_reads_as_the_dynamic_hd_keys(tmp_path):
+    """onnxruntime-genai's Phi-4-multimodal list: dynamic HD crops, mean and std 0.5."""
+    config = load(tmp_path, phi4_list())
+    assert config.dynamic_hd_crops and not config.hd and config.image_processor_type == "Phi4MultimodalImageProcessor"
+    assert config.dynamic_hd == 4 and list(config.image_std) == [0.5, 0.5, 0.5]
+
+
+@pytest.mark.parametrize("index, attrs, key, text", [
+    (1, {"dyhd_base_resolution": 336}, "dyhd_base_resolution", "dyhd_base_resolution: only 448 is supported"),
+    (4, {"interpolation": "LINEAR"}, "interpolation", 'interpolation: only "CUBIC" is supported'),
+    (0, {"color_space": "BGR"}, "color_space", 'color_space: only "RGB" is supported before Phi4Vision'),
+])
+def test_phi4mm_values_onnxpipe_does_not_run(tmp_path, index, attrs, key, text):
+    refused(tmp_path, phi4_list(index, **attrs), f"$.processor.transforms[{index}].operation.attrs.{key}", text)
+
+
+def test_phi4mm_list_wiring_and_aligner(tmp_path):
+    doc = phi4_list()
+    del doc["processor"]["output_aligner"]
+    refused(tmp_path, doc, "$.processor.output_aligner", 'expected "output_aligner": "phi4-vision-aligner"')
+    doc = phi4_list()
+    doc["processor"]["transforms"][4]["operation"]["inputs"] = [":0", "other:1"]
+    refused(tmp_path, doc, "$.processor.transforms[4].operation.inputs",
+            'inputs: expected [":0", "phi4_vision_dynamic_preprocess:1"] (the previous step\'s image, then '
+            'the dynamic step mask), found [":0", "other:1"]')
+    doc = phi4_list()
+    del doc["processor"]["transforms"][2]
+    refused(tmp_path, doc, "$.processor.transforms", "no Rescale transform: the Phi-4 list is")
