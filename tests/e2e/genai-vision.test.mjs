@@ -1,12 +1,15 @@
-// onnxruntime-genai Qwen2.5-VL, Gemma 3 and Phi-3-vision bundles (genai_config.json with vision +
-// embedding sections, tests/fixtures/genai_qwen25_vl.py, genai_gemma3.py, genai_phi3v.py) loaded
+// onnxruntime-genai Qwen2.5-VL, Gemma 3, Phi-3-vision and Phi-4-multimodal bundles (genai_config.json
+// with vision + embedding sections, tests/fixtures/genai_qwen25_vl.py, genai_gemma3.py,
+// genai_phi3v.py, genai_phi4mm.py) loaded
 // unchanged by the REAL runtime worker: the worker
 // decodes the PNG, the image graph runs in onnxruntime-web, the embedding session is fed the
 // image features, decoder positions are mRoPE (Qwen) or ordinary (Gemma 3, whose pixels are
 // [1, 3, h, w], one image resized; Phi-3-vision: HD crops, its prompt text with <|image_1|>
-// expanded to -1 ids); the greedy tokens equal the native run on the same file
+// expanded to -1 ids; Phi-4-multimodal: dynamic crops with masks, <|image_1|> as id 200010);
+// the greedy tokens equal the native run on the same file
 // (`python -m onnxpipe run --image`), which agrees with onnxruntime-genai
-// (tests/py/pipeline/test_genai_qwen25_vl.py, test_genai_gemma3.py, test_genai_phi3v.py).
+// (tests/py/pipeline/test_genai_qwen25_vl.py, test_genai_gemma3.py, test_genai_phi3v.py,
+// test_genai_phi4mm.py).
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
@@ -23,8 +26,9 @@ const { have, expected, source: SOURCE } = fx;
 // phi3v: expected.images by case)
 const imageOf = (name) => (name === 'text' ? null
   : (expected.images?.[name] ?? expected[name] ?? expected.image).file);
-// phi3v's ids hold -1 placeholders, which only its prompt rule makes: give the prompt text
-const promptOf = (c) => (c.input_ids.some((i) => i < 0) ? ['--prompt', c.prompt]
+// phi3v's ids hold -1 placeholders, which only its prompt rule makes, and phi4mm's prompts have
+// <|image_N|> tags its rule replaces: give the prompt text
+const promptOf = (c) => (c.input_ids.some((i) => i < 0) || c.prompt.includes('<|image_') ? ['--prompt', c.prompt]
   : ['--input-ids', c.input_ids.join(',')]);
 
 test(title, { timeout: TIMEOUTS.file }, async (t) => {
@@ -55,3 +59,5 @@ checkGenaiVision('genai_gemma3', 'genai-gemma3',
   'worker: a genai gemma3 bundle gives the native greedy tokens with an image, a resized one and without');
 checkGenaiVision('genai_phi3v', 'genai-phi3v',
   'worker: a genai phi3v bundle gives the native greedy tokens with a wide image, a tall one and without');
+checkGenaiVision('genai_phi4mm', 'genai-phi4mm',
+  'worker: a genai phi4mm bundle gives the native greedy tokens with a wide, a tall and a large image and without');
