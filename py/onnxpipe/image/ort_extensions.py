@@ -10,6 +10,8 @@ Gemma3ImageProcessor keys. The list it ships for Phi-3 / Phi-3.5-vision (model.t
 DecodeImage (BGR) and ConvertRGB, then Phi3ImageTransform (the HD transform: a bilinear resize
 to at most 16 crops of 336 x 336, white padding, CLIP normalisation, a bicubic 336 x 336 global
 image first, zero crops up to 17), read as the keys of image/config.py's Phi3VImageProcessor.
+The list it ships for Gemma 4 (model.type "gemma4"): DecodeImage, Gemma4ImageTransform (read by
+image/gemma4.py as Gemma4ImageProcessor keys).
 Those are the steps onnxpipe's image graph runs, in that order;
 any other step, order, attribute or value is refused with the JSON path in the file.
 """
@@ -20,12 +22,14 @@ from typing import Any
 
 from ..config.parse import describe
 from ..errors import ConfigError
+from . import gemma4
 
-ORDER = ("DecodeImage", "ConvertRGB", "Phi3ImageTransform", "Resize", "Rescale", "Normalize", "PatchImage", "Permute3D")
+ORDER = ("DecodeImage", "ConvertRGB", "Phi3ImageTransform", "Gemma4ImageTransform", "Resize", "Rescale", "Normalize", "PatchImage", "Permute3D")
 _ATTRS = {
     "DecodeImage": ("color_space",),
     "ConvertRGB": (),
     "Phi3ImageTransform": ("num_crops", "num_img_tokens"),
+    "Gemma4ImageTransform": ("patch_size", "max_soft_tokens", "pooling_kernel_size"),
     # width, height and keep_aspect_ratio are the fixed-size mode's; smart_resize ignores them
     "Resize": ("width", "height", "keep_aspect_ratio", "interpolation", "smart_resize", "min_pixels",
                "max_pixels", "patch_size", "merge_size"),
@@ -68,7 +72,7 @@ def to_processor_keys(doc: dict[str, Any], file: str) -> dict[str, Any]:
         kind = op["type"]
         if kind not in ORDER:
             _fail(f'transform "{kind}" is not supported: onnxpipe runs {", ".join(ORDER)} (the '
-                  f"Qwen2-VL / Qwen2.5-VL and Gemma 3 image steps), in that order", file, f"{path}.type")
+                  f"Qwen2-VL / Qwen2.5-VL, Gemma 3, Phi-3-vision and Gemma 4 image steps), in that order", file, f"{path}.type")
         if ORDER.index(kind) <= last:
             _fail(f'transform "{kind}" out of order: onnxpipe runs {", ".join(ORDER)} in that order, '
                   "each at most once", file, f"{path}.type")
@@ -83,6 +87,8 @@ def to_processor_keys(doc: dict[str, Any], file: str) -> dict[str, Any]:
         steps[kind] = (attrs, f"{path}.attrs")
     if "Phi3ImageTransform" in steps:
         return _phi3(steps, file)
+    if "Gemma4ImageTransform" in steps:
+        return gemma4.processor_keys(steps, file)
     if "DecodeImage" in steps and "Permute3D" in steps and "PatchImage" not in steps:
         return _fixed_size(steps, file)
     if "Permute3D" in steps:
