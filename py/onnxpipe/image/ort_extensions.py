@@ -24,7 +24,8 @@ from ..config.parse import describe
 from ..errors import ConfigError
 from . import gemma4
 
-ORDER = ("DecodeImage", "ConvertRGB", "Phi3ImageTransform", "Gemma4ImageTransform", "Resize", "Rescale", "Normalize", "PatchImage", "Permute3D")
+ORDER = ("DecodeImage", "ConvertRGB", "Phi3ImageTransform", "Gemma4ImageTransform",
+         "Resize", "Rescale", "Normalize", "PatchImage", "Permute3D")
 _ATTRS = {
     "DecodeImage": ("color_space",),
     "ConvertRGB": (),
@@ -72,7 +73,8 @@ def to_processor_keys(doc: dict[str, Any], file: str) -> dict[str, Any]:
         kind = op["type"]
         if kind not in ORDER:
             _fail(f'transform "{kind}" is not supported: onnxpipe runs {", ".join(ORDER)} (the '
-                  f"Qwen2-VL / Qwen2.5-VL, Gemma 3, Phi-3-vision and Gemma 4 image steps), in that order", file, f"{path}.type")
+                  f"Qwen2-VL / Qwen2.5-VL, Gemma 3, Phi-3-vision and Gemma 4 image steps), in that order",
+                  file, f"{path}.type")
         if ORDER.index(kind) <= last:
             _fail(f'transform "{kind}" out of order: onnxpipe runs {", ".join(ORDER)} in that order, '
                   "each at most once", file, f"{path}.type")

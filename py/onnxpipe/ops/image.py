@@ -99,16 +99,16 @@ def hd_graph(resize: bool, mean: tuple[float, ...], std: tuple[float, ...], crop
 def gemma4_graph(resize: bool) -> bytes:
     """Gemma 4's pixels (ort-extensions' Gemma4ImageTransform, image/gemma4.py): input ``rgb``
     uint8 [h, w, 3], ``sizes`` [4] = 1, 3, new_h, new_w, ``blocks`` [5] = 3, new_h / p, p,
-    new_w / p, p and ``rows`` [3] = 1, patches, p * p * 3; output ``pixel_values`` float32 [1, patches, p * p * 3]: the bicubic,
-    antialiased resize in float (no rounding or clamping) times 1/255, patches row by row, each
-    in (row, column, channel) order."""
+    new_w / p, p and ``rows`` [3] = 1, patches, p * p * 3; output ``pixel_values`` float32
+    [1, patches, p * p * 3]: the bicubic, antialiased resize in float (no rounding or clamping)
+    times 1/255, patches row by row, each in (row, column, channel) order."""
     g = Graph("image_gemma4")
     g.input("rgb", "uint8", ["h", "w", 3])
     g.input("sizes", "int64", [4])
     g.input("blocks", "int64", [5])
     g.input("rows", "int64", [3])
-    x = g.node("Unsqueeze", [g.node("Transpose", [g.node("Cast", ["rgb"], "rgb_f", to=1)], "chw", perm=[2, 0, 1]),
-                             g.const("axis0", [0], "int64", [1])], "nchw")
+    x = g.node("Transpose", [g.node("Cast", ["rgb"], "rgb_f", to=1)], "chw", perm=[2, 0, 1])
+    x = g.node("Unsqueeze", [x, g.const("axis0", [0], "int64", [1])], "nchw")
     if resize:
         x = g.node("Resize", [x, "", "", "sizes"], "resized", mode="cubic", cubic_coeff_a=-0.5,
                    antialias=1, exclude_outside=1, coordinate_transformation_mode="half_pixel")
