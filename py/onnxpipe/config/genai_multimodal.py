@@ -25,6 +25,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from . import genai_phi4mm
+from . import genai_gemma4
 from .genai_session import session_settings
 from .parse import describe
 
@@ -33,7 +34,7 @@ SECTIONS = ("vision", "speech", "embedding")
 # the Qwen-VL family (genai's IsQwenVLFamily) beyond qwen2_5_vl: not checked against onnxruntime-genai
 _QWEN_VL = ("(only model.type qwen2_5_vl is translated, the one checked against onnxruntime-genai "
             "by tests/fixtures/genai_qwen25_vl.py; this type's vision session and positions are not)")
-TRANSLATED = ("qwen2_5_vl", "gemma3", "phi3v", "phi4mm")   # onto the vision-language flow by translate() below
+TRANSLATED = ("qwen2_5_vl", "gemma3", "phi3v", "phi4mm", "gemma4")   # onto the vision-language flow by translate() below
 # model.type -> (the section that needs the missing feature, the feature)
 _VISION_TYPES = {
     "qwen3_vl": ("vision", "Qwen3-VL image input " + _QWEN_VL),
@@ -45,13 +46,22 @@ _VISION_TYPES = {
                            "[IMG_END] (onnxruntime-genai's mistral3_image_processor)"),
     "videochat_flash_qwen": ("vision", "VideoChat-Flash video frames with a fixed token count "
                                        "per frame (onnxruntime-genai's videochat_flash_processor)"),
-    "gemma4": ("vision", "Gemma 4 images: soft tokens per image and per_layer_inputs from the "
-                         "embedding session (onnxruntime-genai's gemma4_multimodal_processor)"),
 }
 _SPEECH = ("audio input: a speech session (audio_embeds, audio_sizes, audio_projection_mode) fed "
            "by the ort-extensions audio processor in speech.config_filename, its audio_features "
            "merged by the embedding session")
 _ADAPTER = "a LoRA adapter applied to the decoder while an image or audio is in the prompt"
+
+
+def speech_cleared(model: dict[str, Any]) -> bool:
+    """onnxruntime-genai's "no audio" block for the types that always read model.speech
+    (phi4mm, gemma4): config_filename "" and no (or an empty) filename, nothing else; without
+    it genai 0.18 refuses the bundle ("speech.config_filename is set but speech.filename is
+    missing")."""
+    speech = model.get("speech")
+    return (model.get("type") in ("phi4mm", "gemma4") and isinstance(speech, dict)
+            and set(speech) <= {"filename", "config_filename"}
+            and speech.get("filename", "") == "" and speech.get("config_filename") == "")
 
 
 def _refuse(kind: Any, feature: str, file: str, path: str) -> None:
@@ -75,7 +85,9 @@ def check(model: dict[str, Any], file: str) -> None:
     if isinstance(vision, dict) and "pipeline" in vision:
         _refuse(kind, "a vision pipeline of several sessions (model.vision.pipeline stages)", file,
                 "$.model.vision.pipeline")
-    if "speech" in model and not genai_phi4mm.speech_cleared(model):
+    if kind == genai_gemma4.TYPE:
+        genai_gemma4.check(model, file)
+    if "speech" in model and not speech_cleared(model):
         _refuse(kind, _SPEECH, file, "$.model.speech")
     if kind in TRANSLATED:
         return   # translate() reads (and refuses) what it can't run key by key
@@ -128,9 +140,9 @@ def _session(section: dict[str, Any], file: str, path: str) -> dict[str, Any]:
             **session_settings(section.get("session_options", {}), file, f"{path}.session_options")}
 
 
-def _soft_token(file: str) -> int:
-    """Gemma 3's <image_soft_token> id from the bundle's tokenizer.json, as onnxruntime-genai's
-    gemma_image_processor finds it (genai_config.json has no image_token_id for it)."""
+def _soft_token(file: str, kind: str = "gemma3", content: str = "<image_soft_token>") -> int:
+    """Gemma 3's <image_soft_token> (Gemma 4's <|image|>) id from the bundle's tokenizer.json, as
+    onnxruntime-genai's processor finds it (genai_config.json has no image_token_id for it)."""
     import os
 
     from .load import read_json
@@ -138,9 +150,9 @@ def _soft_token(file: str) -> int:
     path = os.path.join(os.path.dirname(file), "tokenizer.json")
     doc = read_json(path) if os.path.isfile(path) else {}
     for entry in doc.get("added_tokens", []) if isinstance(doc, dict) else []:
-        if isinstance(entry, dict) and entry.get("content") == "<image_soft_token>":
+        if isinstance(entry, dict) and entry.get("content") == content:
             return entry.get("id")
-    raise ConfigError('model.type "gemma3": images take the <image_soft_token> id, found neither '
+    raise ConfigError(f'model.type "{kind}": images take the {content} id, found neither '
                       "model.image_token_id nor that token in tokenizer.json's added_tokens",
                       file=file, path="$.model.image_token_id")
 
@@ -156,9 +168,11 @@ def translate(model: dict[str, Any], doc: dict[str, Any], file: str) -> dict[str
         if name not in model:
             _refuse(kind, f"image input without a model.{name} section", file, "$.model")
     vision, embedding = _section(model, "vision", file), _section(model, "embedding", file)
-    gemma, phi3v = kind == "gemma3", kind == "phi3v" or phi4   # phi4mm: phi3v's flow, its own inputs
+    gemma4 = kind == genai_gemma4.TYPE   # Gemma 3's flow with per-patch positions: genai_gemma4.py
+    gemma, phi3v = kind == "gemma3" or gemma4, kind == "phi3v" or phi4   # phi4mm: phi3v's flow, its own inputs
     _keys(vision, _GEMMA3_VISION_KEYS if gemma or phi3v else _VISION_KEYS, kind, file, "$.model.vision")
-    _keys(vision.get("inputs", {}), ("pixel_values",) if gemma else genai_phi4mm.VISION_INPUTS if phi4
+    _keys(vision.get("inputs", {}), genai_gemma4.VISION_INPUTS if gemma4 else ("pixel_values",) if gemma
+          else genai_phi4mm.VISION_INPUTS if phi4
           else _PHI3V_INPUTS if phi3v else _VISION_INPUTS, kind, file, "$.model.vision.inputs")
     _keys(vision.get("outputs", {}), ("image_features",), kind, file, "$.model.vision.outputs")
     _keys(embedding, _EMBEDDING_KEYS, kind, file, "$.model.embedding")
@@ -167,7 +181,7 @@ def translate(model: dict[str, Any], doc: dict[str, Any], file: str) -> dict[str
     _keys(embedding.get("outputs", {}), ("inputs_embeds",), kind, file, "$.model.embedding.outputs")
     token = model.get("image_token_id")
     if gemma and token is None:
-        token = _soft_token(file)
+        token = _soft_token(file, kind, genai_gemma4.IMAGE_TOKEN) if gemma4 else _soft_token(file)
     if phi4:
         token = genai_phi4mm.image_token(model, file)
     elif phi3v:   # negative ids mark image tokens; the embedding session places the rows itself
@@ -187,6 +201,8 @@ def translate(model: dict[str, Any], doc: dict[str, Any], file: str) -> dict[str
     pixels, grid = named.get("pixel_values", "pixel_values"), named.get("image_grid_thw", "image_grid_thw")
     if phi3v:
         grid = named.get("image_sizes", "image_sizes")
+    if gemma4:
+        grid = named.get("pixel_position_ids", "pixel_position_ids")
     features = vision.get("outputs", {}).get("image_features", "image_features")
     ids = embedding.get("inputs", {}).get("input_ids", "input_ids")
     fed = embedding.get("inputs", {}).get("image_features", "image_features")
@@ -209,13 +225,16 @@ def translate(model: dict[str, Any], doc: dict[str, Any], file: str) -> dict[str
     if embeds != decoder_in:
         wires.append({"from": f"embedding.{embeds}", "to": f"decoder.{decoder_in}"})
     pipeline["dataflow"] = wires
+    if gemma4:
+        genai_gemma4.per_layer_kv(doc)
     if not (gemma or phi3v):   # ordinary positions (the decoder reads them from the attention mask)
         positions = pipeline["state"]["position_ids"]
         positions.update(strategy="mrope_3d", spatial_merge_size=merge)
     doc["tokens"].setdefault("extra", {})["image_token"] = token
     doc.setdefault("preprocessing", {})["image"] = {
         "config": vision.get("config_filename", "processor_config.json"), "format": "ort-extensions",
-        "pixel_values": pixels, **({} if gemma else {"grid_thw": grid})}   # phi3v: image_sizes
+        "pixel_values": pixels, **({"grid_thw": grid} if gemma4 or not gemma else {})}
+    # phi3v: image_sizes; gemma4: pixel_position_ids
     if phi4:
         genai_phi4mm.extend(model, doc, file)
     return doc

@@ -27,14 +27,6 @@ VISION_INPUTS = ("pixel_values", "image_sizes", "attention_mask")
 EMBEDDING_INPUTS = ("input_ids", "image_features", "audio_features")
 
 
-def speech_cleared(model: dict[str, Any]) -> bool:
-    """A phi4mm speech block with filename and config_filename both "" (and nothing else):
-    onnxruntime-genai loads the bundle without a speech session."""
-    speech = model.get("speech")
-    return (model.get("type") == "phi4mm" and isinstance(speech, dict)
-            and speech == {"filename": "", "config_filename": ""})
-
-
 def image_token(model: dict[str, Any], file: str) -> int:
     """200010: onnxruntime-genai ignores model.image_token_id for phi4mm, so another value
     there would say the bundle expects what it never gets."""

@@ -1,10 +1,10 @@
 """The image processor's JSON (transformers' preprocessor_config.json keys) as a typed object.
 
-Three processors' rules are implemented: Qwen2-VL's (dynamic resolution: smart_resize, bicubic,
+Five processors' rules are implemented: Qwen2-VL's (dynamic resolution: smart_resize, bicubic,
 rescale, normalise, patchify), Gemma 3's (a fixed size.height x size.width, bicubic, rescale,
 normalise, [1, 3, h, w] pixels, image_seq_length soft tokens per image), Phi-3-vision's
-(HD crops, image/processor.py) and Phi-4-multimodal's (dynamic HD crops with an attention
-mask, image/phi4.py); a file naming another
+(HD crops, image/processor.py), Phi-4-multimodal's (dynamic HD crops with an attention
+mask, image/phi4.py) and Gemma 4's (image/gemma4.py); a file naming another
 processor type, a key this runtime would ignore, or a value it can't honour is refused at load
 with the file and JSON path.
 """
@@ -25,7 +25,8 @@ QWEN_TYPES = ("Qwen2VLImageProcessor", "Qwen2VLImageProcessorFast", "Qwen2VLImag
 FIXED_TYPES = ("Gemma3ImageProcessor",)   # every image resized to size.height x size.width
 HD_TYPES = ("Phi3VImageProcessor",)   # Phi-3-vision's HD crops (ort-extensions' Phi3ImageTransform)
 DYNAMIC_HD_TYPES = ("Phi4MultimodalImageProcessor",)   # Phi-4-multimodal's crops (image/phi4.py)
-PROCESSOR_TYPES = QWEN_TYPES + FIXED_TYPES + HD_TYPES + DYNAMIC_HD_TYPES
+GEMMA4_TYPES = ("Gemma4ImageProcessor",)   # Gemma 4's patches and soft tokens (image/gemma4.py)
+PROCESSOR_TYPES = QWEN_TYPES + FIXED_TYPES + HD_TYPES + DYNAMIC_HD_TYPES + GEMMA4_TYPES
 BICUBIC = 3   # PIL's code for the bicubic filter, the only one implemented
 PIXELS = Range(1, 2 ** 26, "pixels")   # an image resized to the budget is allocated whole
 
@@ -68,6 +69,10 @@ class ImageProcessorConfig:
                           range=Range(16, 16, "crops (ort-extensions' fixed 16)"))
     dynamic_hd: int = spec(36, "most 448 x 448 crops per image (Phi4MultimodalImageProcessor)",
                            range=Range(1, 1024, "crops"))
+    max_soft_tokens: int = spec(280, "most soft tokens per image (Gemma4ImageProcessor)",
+                                range=Range(1, 1 << 16, "tokens"))
+    pooling_kernel_size: int = spec(3, "patches pooled per soft token along each axis (Gemma4ImageProcessor)",
+                                    range=Range(3, 3, "patches (the value checked against onnxruntime-genai)"))
 
     @property
     def fixed(self) -> bool:
@@ -83,6 +88,11 @@ class ImageProcessorConfig:
     def dynamic_hd_crops(self) -> bool:
         """Phi-4-multimodal: [1, crops, 3, 448, 448] pixels, image_sizes and crop masks."""
         return self.image_processor_type in DYNAMIC_HD_TYPES
+
+    @property
+    def gemma4(self) -> bool:
+        """Gemma 4's patches: [1, patches, p * p * 3] pixels and (column, row) positions."""
+        return self.image_processor_type in GEMMA4_TYPES
 
     @property
     def factor(self) -> int:

@@ -16,6 +16,7 @@ from ..config.schema import PipelineSpec
 from ..errors import ConfigError, InputError
 from ..state.positions import PositionIds
 from .config import ImageProcessorConfig, load_processor_config
+from . import gemma4
 from .processor import Image, ImageProcessor, hd_tokens
 from .tokens import expand_image_tokens, tokens_per_image
 
@@ -102,7 +103,8 @@ def attach(config, plan, sessions: dict, components: list, executor) -> None:
             said = "makes no crop masks" if masks else "makes crop masks: name the pipeline input they go to"
             raise ConfigError(f"the {processor.image_processor_type} processor {said}", file=file,
                               path=f"{SPEC_PATH}.attention_mask")
-        check_expected(spec, plan, sessions, file, processor.fixed, processor.hd or processor.dynamic_hd_crops)
+        check_expected(spec, plan, sessions, file, processor.fixed, processor.hd or processor.dynamic_hd_crops,
+                       processor.gemma4)
 
 
 def _check_fed_rows(p, file: str, path: str) -> None:
@@ -125,11 +127,12 @@ def _keep(plan, session: str, name: str) -> None:
 
 
 def check_expected(spec: PipelineSpec, plan, sessions: dict, file: str, fixed: bool = False,
-                   hd: bool = False) -> None:
+                   hd: bool = False, gemma4_rows: bool = False) -> None:
     """``expected_outputs``: each names an output of the image front end, with the rank and
     dtype it has; every session input it feeds must have them too."""
     image = spec.preprocessing.image
     made = ({image.pixel_values: (4, "float32")} if fixed   # Gemma 3: [1, 3, h, w], no grid
+            else {image.pixel_values: (3, "float32"), image.grid_thw: (3, "int64")} if gemma4_rows
             else {image.pixel_values: (5, "float32"), image.grid_thw: (2, "int64")} if hd   # Phi-3-V
             else {image.pixel_values: MADE["pixel_values"], image.grid_thw: MADE["grid_thw"]})
     if hd and image.attention_mask:   # Phi-4-multimodal: the crop masks beside them
@@ -170,14 +173,21 @@ class ImageFrontEnd:
         token = spec.tokens.extra.get("image_token")
         self.token = token if isinstance(token, int) and not isinstance(token, bool) else None
 
-    def expand_prompt(self, text: str, count: int) -> str:
+    def expand_prompt(self, text: str, images: list) -> str:
         """A fixed-size (Gemma 3) processor's text rule, as onnxruntime-genai's
         gemma_image_processor and transformers' Gemma3Processor apply it before tokenizing: each
         "<start_of_image>" becomes "\\n\\n<start_of_image>", image_seq_length "<image_soft_token>"
         and "<end_of_image>\\n\\n"; an empty prompt is one "<start_of_image>" per image. A prompt
-        that already holds soft tokens, or any prompt of another processor, is kept."""
+        that already holds soft tokens, or any prompt of another processor, is kept. Gemma 4's
+        rule (a count per image, from its size): image/gemma4.py."""
+        if self.config.gemma4 and gemma4.EOI not in text:   # not expanded yet
+            if not all(isinstance(i, Image) for i in images):
+                return text   # prepare() names the item that is no Image
+            return gemma4.expand_prompt(text, [gemma4.soft_tokens(i.height, i.width, self.config)
+                                               for i in images])
         if not self.config.fixed or SOFT in text:
             return text
+        count = len(images)
         if not text:
             text = " ".join([BOI] * count)
         found = text.count(BOI)
@@ -239,6 +249,11 @@ class ImageFrontEnd:
                 self.spec.pixel_values: Items(d.pixel_values for d in done),
                 self.spec.grid_thw: Items((list(d.hd_size), (1, 2)) for d in done),
                 self.spec.attention_mask: Items(d.masks for d in done)}
+        if self.config.gemma4:   # pixel_position_ids beside the pixels (preprocessing.image.grid_thw)
+            ids = expand_image_tokens(ids, self.token, [d.pixel_values[1][1] // self.config.pooling_kernel_size ** 2
+                                                        for d in done])
+            return ids, {self.spec.pixel_values: Items(d.pixel_values for d in done),
+                         self.spec.grid_thw: Items(d.positions for d in done)}
         if self.config.fixed:   # Gemma 3: image_seq_length soft tokens per image, no grid
             ids = expand_image_tokens(ids, self.token, [self.config.image_seq_length] * len(done))
             return ids, {self.spec.pixel_values: Items(d.pixel_values for d in done)}

@@ -14,6 +14,8 @@ The list it ships for Phi-4-multimodal (model.type "phi4mm"): DecodeImage (RGB),
 Phi4VisionDynamicPreprocess (dynamic HD crops of 448 x 448 and their attention mask), Rescale,
 Normalize and Phi4VisionProcessor (a bicubic 448 x 448 global image first), with the
 "phi4-vision-aligner" output aligner, read as Phi4MultimodalImageProcessor keys (image/phi4.py).
+The list it ships for Gemma 4 (model.type "gemma4"): DecodeImage, Gemma4ImageTransform (read by
+image/gemma4.py as Gemma4ImageProcessor keys).
 Those are the steps onnxpipe's image graph runs, in that order;
 any other step, order, attribute or value is refused with the JSON path in the file.
 """
@@ -25,15 +27,17 @@ from typing import Any
 
 from ..config.parse import describe
 from ..errors import ConfigError
+from . import gemma4
 
-ORDER = ("DecodeImage", "ConvertRGB", "Phi3ImageTransform", "Phi4VisionDynamicPreprocess", "Resize", "Rescale",
-         "Normalize", "Phi4VisionProcessor", "PatchImage", "Permute3D")
+ORDER = ("DecodeImage", "ConvertRGB", "Phi3ImageTransform", "Phi4VisionDynamicPreprocess", "Gemma4ImageTransform",
+         "Resize", "Rescale", "Normalize", "Phi4VisionProcessor", "PatchImage", "Permute3D")
 _ATTRS = {
     "DecodeImage": ("color_space",),
     "ConvertRGB": (),
     "Phi3ImageTransform": ("num_crops", "num_img_tokens"),
     "Phi4VisionDynamicPreprocess": ("dynamic_hd", "dyhd_base_resolution"),
     "Phi4VisionProcessor": ("dyhd_base_resolution", "interpolation"),
+    "Gemma4ImageTransform": ("patch_size", "max_soft_tokens", "pooling_kernel_size"),
     # width, height and keep_aspect_ratio are the fixed-size mode's; smart_resize ignores them
     "Resize": ("width", "height", "keep_aspect_ratio", "interpolation", "smart_resize", "min_pixels",
                "max_pixels", "patch_size", "merge_size"),
@@ -80,7 +84,8 @@ def to_processor_keys(doc: dict[str, Any], file: str) -> dict[str, Any]:
         kind = op["type"]
         if kind not in ORDER:
             _fail(f'transform "{kind}" is not supported: onnxpipe runs {", ".join(ORDER)} (the '
-                  f"Qwen2-VL / Qwen2.5-VL and Gemma 3 image steps), in that order", file, f"{path}.type")
+                  f"Qwen2-VL / Qwen2.5-VL, Gemma 3, Phi-3-vision and Gemma 4 image steps), in that order",
+                  file, f"{path}.type")
         if ORDER.index(kind) <= last:
             _fail(f'transform "{kind}" out of order: onnxpipe runs {", ".join(ORDER)} in that order, '
                   "each at most once", file, f"{path}.type")
@@ -103,6 +108,8 @@ def to_processor_keys(doc: dict[str, Any], file: str) -> dict[str, Any]:
               file, steps[kind][1][:-len(".attrs")] + ".inputs")
     if "Phi3ImageTransform" in steps:
         return _phi3(steps, file)
+    if "Gemma4ImageTransform" in steps:
+        return gemma4.processor_keys(steps, file)
     if "DecodeImage" in steps and "Permute3D" in steps and "PatchImage" not in steps:
         return _fixed_size(steps, file)
     if "Permute3D" in steps:

@@ -10,8 +10,8 @@ import math
 from dataclasses import dataclass
 
 from ..errors import InputError
-from ..ops.image import hd_graph, nchw_graph, patchify_graph
-from . import phi4
+from ..ops.image import gemma4_graph, hd_graph, nchw_graph, patchify_graph
+from . import gemma4, phi4
 from .config import ImageProcessorConfig
 from .resize import smart_resize, vertical_first
 
@@ -62,6 +62,7 @@ class ProcessedImage:
     hd_size: tuple[int, int] | None = None       # Phi-3-vision: the padded HD (height, width)
     masks: tuple[list, tuple] | None = None      # Phi-4-multimodal: image_attention_mask, its shape
     tokens: int | None = None                    # Phi-4-multimodal: image tokens in the prompt
+    positions: tuple[list, tuple[int, int, int]] | None = None   # Gemma 4: (column, row) per patch
 
 
 class ImageProcessor:
@@ -74,6 +75,8 @@ class ImageProcessor:
         c = self.config
         if c.fixed:
             return c.size.height, c.size.width
+        if c.gemma4:
+            return gemma4.target_size(height, width, c.patch_size, c.max_soft_tokens, c.pooling_kernel_size)
         if c.do_resize:
             return smart_resize(height, width, c.factor, *c.pixel_range)
         if height % c.factor or width % c.factor:
@@ -91,6 +94,8 @@ class ImageProcessor:
             return self._hd(image)
         if c.dynamic_hd_crops:
             return self._dynamic_hd(image)
+        if c.gemma4:
+            return self._gemma4(image, height, width, resize)
         graph = patchify_graph(c.temporal_patch_size, resize,
                                resize and vertical_first(image.height, image.width, height, width),
                                c.rescale_factor if c.do_rescale else None,
@@ -169,6 +174,22 @@ class ImageProcessor:
         backend.dispose_many(list(feeds.values()) + [out])
         return ProcessedImage((values, (1, cells + 1, 3, side, side)), None, (height, width),
                               (phi4.crop_masks(lay), (1, cells + 1, phi4.MASK, phi4.MASK)), phi4.image_tokens(lay))
+
+    def _gemma4(self, image: Image, height: int, width: int, resize: bool) -> ProcessedImage:
+        """Gemma 4: [1, patches, p * p * 3] pixels (ops/image.py's gemma4_graph) and
+        [1, patches, 2] (column, row) positions."""
+        backend, p = self.backend, self.config.patch_size
+        session = backend.open_graph(gemma4_graph(resize), self.provider)
+        patches = (height // p) * (width // p)
+        feeds = {"rgb": backend.tensor(memoryview(image.rgb), "uint8", (image.height, image.width, 3)),
+                 "sizes": backend.tensor([1, 3, height, width], "int64", (4,)),
+                 "blocks": backend.tensor([3, height // p, p, width // p, p], "int64", (5,)),
+                 "rows": backend.tensor([1, patches, p * p * 3], "int64", (3,))}
+        out = backend.run(session, feeds, ["pixel_values"])["pixel_values"]
+        values = backend.to_list(out)
+        backend.dispose_many(list(feeds.values()) + [out])
+        return ProcessedImage((values, (1, patches, p * p * 3)), None,
+                              positions=(gemma4.positions(height, width, p), (1, patches, 2)))
 
 
 HD_SIDE = 336   # ort-extensions' Phi-3 crop side

@@ -21,7 +21,7 @@ from functools import lru_cache
 
 from .proto import Graph
 
-__all__ = ["hd_graph", "nchw_graph", "patchify_graph"]
+__all__ = ["gemma4_graph", "hd_graph", "nchw_graph", "patchify_graph"]
 
 OPSET = 18   # Resize's ``antialias`` attribute
 
@@ -101,6 +101,31 @@ def hd_graph(resize: bool, mean: tuple[float, ...], std: tuple[float, ...], crop
     x = g.node("Pad", [x, "fill"], "filled", mode="constant")
     g.node("Unsqueeze", [x, "axis0"], "pixel_values")   # axis0: defined by _pixels
     g.output("pixel_values", "float32", [1, "crops" if crops is None else crops + 1, 3, side, side])
+    return g.to_bytes(opset=OPSET)
+
+
+@lru_cache(maxsize=None)
+def gemma4_graph(resize: bool) -> bytes:
+    """Gemma 4's pixels (ort-extensions' Gemma4ImageTransform, image/gemma4.py): input ``rgb``
+    uint8 [h, w, 3], ``sizes`` [4] = 1, 3, new_h, new_w, ``blocks`` [5] = 3, new_h / p, p,
+    new_w / p, p and ``rows`` [3] = 1, patches, p * p * 3; output ``pixel_values`` float32
+    [1, patches, p * p * 3]: the bicubic, antialiased resize in float (no rounding or clamping)
+    times 1/255, patches row by row, each in (row, column, channel) order."""
+    g = Graph("image_gemma4")
+    g.input("rgb", "uint8", ["h", "w", 3])
+    g.input("sizes", "int64", [4])
+    g.input("blocks", "int64", [5])
+    g.input("rows", "int64", [3])
+    x = g.node("Transpose", [g.node("Cast", ["rgb"], "rgb_f", to=1)], "chw", perm=[2, 0, 1])
+    x = g.node("Unsqueeze", [x, g.const("axis0", [0], "int64", [1])], "nchw")
+    if resize:
+        x = g.node("Resize", [x, "", "", "sizes"], "resized", mode="cubic", cubic_coeff_a=-0.5,
+                   antialias=1, exclude_outside=1, coordinate_transformation_mode="half_pixel")
+    x = g.node("Mul", [x, g.const("scale", [1 / 255], "float32", [])], "rescaled")
+    x = g.node("Reshape", [x, "blocks"], "blocks5")
+    x = g.node("Transpose", [x], "patch_major", perm=[1, 3, 2, 4, 0])
+    g.node("Reshape", [x, "rows"], "pixel_values")
+    g.output("pixel_values", "float32", [1, "patches", "patch_dim"])
     return g.to_bytes(opset=OPSET)
 
 

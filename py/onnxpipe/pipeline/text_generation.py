@@ -170,8 +170,9 @@ class TextGeneration:
     def _prepare(self, prompt, input_ids, max_new_tokens, search, images=None):
         """(prompt ids, options, the images' pipeline inputs)."""
         self.loaded.require_loop(True, "run(inputs=...); generate() and chat() need a token loop")
-        if isinstance(prompt, str) and images and self.loaded.images is not None:
-            prompt = self.loaded.images.expand_prompt(prompt, len(images))   # Gemma 3's text rule
+        if isinstance(prompt, str) and isinstance(images, (list, tuple)) and images \
+                and self.loaded.images is not None:
+            prompt = self.loaded.images.expand_prompt(prompt, list(images))   # Gemma 3 / 4's text rule
         tagged = None   # Phi-3-vision: pieces between <|image_N|> tags tokenized apart
         if isinstance(prompt, str) and input_ids is None and self.loaded.images is not None:
             check_unicode("prompt", prompt)

@@ -55,7 +55,6 @@ def test_qwen_vl_family_beyond_qwen25_vl(kind, name):
 @pytest.mark.parametrize("kind, path, text", [
     ("mistral3", "$.model.vision", "Pixtral images"),
     ("videochat_flash_qwen", "$.model.vision", "VideoChat-Flash video frames"),
-    ("gemma4", "$.model.vision", "Gemma 4 images"),
 ])
 def test_vision_types_name_their_feature(kind, path, text):
     exc = refusal(bundle(kind, embedding=EMBEDDING, vision=VISION))
@@ -348,3 +347,56 @@ def test_phi4mm_audio_features_need_the_hidden_size():
         genai_v1.translate(g, "genai_config.json")
     assert info.value.path == "$.model.decoder.hidden_size"
     assert 'the embedding session\'s "audio_features" is fed [0, hidden_size] without audio' in info.value.message
+
+
+# ---- model.type "gemma4" images
+
+GEMMA4_VISION = {"filename": "vision.onnx", "config_filename": "processor_config.json",
+                 "inputs": {"pixel_values": "pixel_values", "pixel_position_ids": "pixel_position_ids"},
+                 "outputs": {"image_features": "image_features"}}
+
+
+def gemma4(**extra):
+    """A gemma4 bundle as onnxruntime-genai 0.18 loads it: speech.config_filename emptied (no audio)."""
+    sections = {"embedding": EMBEDDING, "vision": GEMMA4_VISION, "image_token_id": 258880,
+                "speech": {"config_filename": ""}}
+    g = bundle("gemma4", **{**sections, **extra})
+    g["model"]["vocab_size"] = 262144
+    return g
+
+
+def test_gemma4_translation():
+    """Gemma 4: Gemma 3's flow with pixel_position_ids beside the pixels and no global KV dims
+    (the full-attention layers' differ); the emptied speech section is no audio."""
+    doc = genai_v1.translate(gemma4())
+    assert doc["pipeline"]["flow"][1]["merge"] == {"from": "vision.image_features", "into": "image_features",
+                                                   "token": "image_token"}
+    assert doc["pipeline"]["state"]["position_ids"].get("strategy") != "mrope_3d"
+    assert "num_heads" not in doc["pipeline"]["state"]["kv_cache"]
+    assert doc["preprocessing"]["image"] == {"config": "processor_config.json", "format": "ort-extensions",
+                                             "pixel_values": "pixel_values", "grid_thw": "pixel_position_ids"}
+
+
+@pytest.mark.parametrize("speech", [SPEECH, {"config_filename": "audio_processor_config.json"}])
+def test_gemma4_speech_is_refused(speech):
+    exc = refusal(gemma4(speech=speech))
+    assert exc.path == "$.model.speech"
+    assert 'model.type "gemma4": audio input: a speech session' in exc.message
+
+
+@pytest.mark.parametrize("section, key", [("decoder", "inputs"), ("embedding", "outputs")])
+def test_gemma4_per_layer_inputs_are_named(section, key):
+    g = gemma4()
+    g["model"][section].setdefault(key, {})["per_layer_inputs"] = "per_layer_inputs"
+    exc = refusal(g)
+    assert exc.path == f"$.model.{section}.{key}.per_layer_inputs"
+    assert 'model.type "gemma4": per-layer inputs (an embedding output per_layer_inputs' in exc.message
+
+
+def test_gemma4_vision_keys_onnxpipe_does_not_run_are_named():
+    g = gemma4()
+    g["model"]["vision"]["spatial_merge_size"] = 2
+    exc = refusal(g)
+    assert exc.path == "$.model.vision.spatial_merge_size"
+    assert 'model.type "gemma4": the key "spatial_merge_size"' in exc.message
+
