@@ -51,6 +51,9 @@ _VISION_TYPES = {
 _SPEECH = ("audio input: a speech session (audio_embeds, audio_sizes, audio_projection_mode) fed "
            "by the ort-extensions audio processor in speech.config_filename, its audio_features "
            "merged by the embedding session")
+_PHI4_SPEECH = ("audio input in the generation flow (its features, audio_sizes and prompt ids are computed "
+                "by audio/phi4_features.py; the speech session's audio_features merged beside the image "
+                "features into the embedding session's two inputs is not)")
 _ADAPTER = "a LoRA adapter applied to the decoder while an image or audio is in the prompt"
 
 
@@ -76,6 +79,11 @@ def check(model: dict[str, Any], file: str) -> None:
         _refuse(kind, "a vision pipeline of several sessions (model.vision.pipeline stages)", file,
                 "$.model.vision.pipeline")
     if "speech" in model:
+        if kind == "phi4mm":   # its section and processor file are read first (config/genai_phi4_speech.py)
+            from . import genai_phi4_speech
+
+            genai_phi4_speech.check(model, file)
+            _refuse(kind, _PHI4_SPEECH, file, "$.model.speech")
         _refuse(kind, _SPEECH, file, "$.model.speech")
     if kind in TRANSLATED:
         return   # translate() reads (and refuses) what it can't run key by key

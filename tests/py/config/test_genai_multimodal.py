@@ -3,6 +3,7 @@ each model type onnxpipe can't run yet is refused naming the file, the JSON path
 model.type and the missing feature."""
 
 import copy
+import json
 
 import pytest
 
@@ -63,11 +64,21 @@ def test_vision_types_name_their_feature(kind, path, text):
     assert f'model.type "{kind}": {text}' in exc.message
 
 
-def test_speech_section_is_refused_before_the_vision_one():
-    exc = refusal(bundle("phi4mm", embedding=EMBEDDING, vision=VISION, speech=SPEECH))
+def test_speech_section_is_refused_before_the_vision_one(tmp_path):
+    """phi4mm: model.speech and its processor file are read (config/genai_phi4_speech.py), then
+    the section is refused for what the generation flow lacks."""
+    from tests.fixtures.genai_phi4mm_speech import SPEECH_PROCESSOR
+
+    (tmp_path / "audio_processor_config.json").write_text(json.dumps(SPEECH_PROCESSOR))
+    exc = refusal(bundle("phi4mm", embedding=EMBEDDING, vision=VISION, speech=SPEECH),
+                  file=str(tmp_path / "genai_config.json"))
     assert exc.path == "$.model.speech"
-    assert 'model.type "phi4mm": audio input: a speech session (audio_embeds, audio_sizes, ' \
-           "audio_projection_mode)" in exc.message
+    assert 'model.type "phi4mm": audio input in the generation flow' in exc.message
+    with pytest.raises(ConfigError, match=r'the audio processor file "audio_processor_config.json" is '
+                                          r"missing") as info:
+        genai_v1.translate(bundle("phi4mm", embedding=EMBEDDING, vision=VISION, speech=SPEECH),
+                           str(tmp_path / "sub" / "genai_config.json"))
+    assert info.value.path == "$.model.speech.config_filename"
 
 
 def test_phi4mm_without_speech_names_its_image_feature():

@@ -1,0 +1,106 @@
+"""An onnxruntime-genai Phi-4-multimodal bundle with audio (model.type "phi4mm", model.speech;
+tests/fixtures/genai_phi4mm_speech.py): its audio processor file read as data, the features
+(ops/log_mel.py speechlib_log_mel_graph) against the audio_embeds onnxruntime-genai 0.18 made,
+the audio token count and the prompt ids against its own, at 16 kHz and 8 kHz; and the bundle
+refused at load, naming model.speech (the generation flow takes no audio yet)."""
+
+from __future__ import annotations
+
+import array
+import json
+import wave
+from pathlib import Path
+
+import pytest
+
+import onnxpipe
+from onnxpipe.audio.phi4_features import Phi4AudioFeatures, audio_prompt_ids
+from onnxpipe.backends.native import NativeBackend
+from onnxpipe.config import genai_phi4_speech
+from onnxpipe.errors import ConfigError, InputError
+from onnxpipe.text.native import load_text_processor
+from tests.fixtures import tiny_models
+
+# ln mel: the same STFT in float32 by a Conv here and by dlib's FFT there; measured 3.4e-4
+TOLERANCE = 1e-3
+
+
+@pytest.fixture(scope="module")
+def bundle() -> Path:
+    return tiny_models.ensure("genai_phi4mm_speech")
+
+
+@pytest.fixture(scope="module")
+def expected(bundle) -> dict:
+    return json.loads((bundle / "expected.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def processor(bundle) -> dict:
+    model = json.loads((bundle / "genai_config.json").read_text())["model"]
+    return genai_phi4_speech.check(model, str(bundle / "genai_config.json"))
+
+
+@pytest.fixture(scope="module")
+def features(processor) -> Phi4AudioFeatures:
+    return Phi4AudioFeatures(NativeBackend(threads=1), processor)
+
+
+def _samples(path: Path) -> tuple[list[float], int]:
+    with wave.open(str(path)) as w:
+        pcm = array.array("h", w.readframes(w.getnframes()))
+        return [v / 32768 for v in pcm], w.getframerate()
+
+
+def test_processor_file_is_read_per_rate(processor):
+    assert processor["rates"][16000] == {"n_fft": 512, "frame_length": 400, "hop_length": 160,
+                                         "mel_n_fft": 512, "n_mels": 80}
+    assert processor["rates"][8000] == {"n_fft": 256, "frame_length": 200, "hop_length": 80,
+                                        "mel_n_fft": 512, "n_mels": 80}
+    assert processor["compression"] == 8 and processor["decoder_rates"] == [8000, 16000]
+
+
+@pytest.mark.parametrize("name", ["clip", "clip8k"])
+def test_features_and_sizes_are_onnxruntime_genai_s(features, bundle, expected, name):
+    info = expected["clips"][name]
+    samples, rate = _samples(bundle / info["file"])
+    (values, shape), size = features.process(samples, rate)
+    assert list(shape) == info["embeds_shape"] and [size] == info["audio_sizes"]
+    reference = array.array("f", (bundle / info["audio_embeds"]).read_bytes())
+    assert len(values) == len(reference)
+    assert max(abs(a - b) for a, b in zip(values, reference)) < TOLERANCE
+
+
+@pytest.mark.parametrize("name", ["clip", "clip8k"])
+def test_audio_tags_expand_as_onnxruntime_genai_does(bundle, expected, name):
+    case, info = expected["cases"][name], expected["clips"][name]
+    ids = audio_prompt_ids(case["prompt"], info["audio_sizes"], load_text_processor(bundle))
+    assert ids == case["input_ids"]
+
+
+def test_rates_and_tags_are_checked(features, bundle):
+    with pytest.raises(InputError, match=r"takes 8000 or 16000 Hz .* found 22050; resample"):
+        features.process([0.0] * 1000, 22050)
+    with pytest.raises(InputError, match=r"fewer than one 400-sample frame at 16000 Hz"):
+        features.process([0.0] * 399, 16000)
+    with pytest.raises(InputError, match=r"audio tags \[\] for 1 clip"):
+        audio_prompt_ids("<s>ab", [3], load_text_processor(bundle))
+
+
+def test_bundle_is_refused_naming_the_speech_section(bundle):
+    with pytest.raises(ConfigError, match=r'model.type "phi4mm": audio input in the generation flow') as info:
+        onnxpipe.load(bundle)
+    assert info.value.path == "$.model.speech" and info.value.file.endswith("genai_config.json")
+
+
+def test_processor_file_keys_are_refused_by_path(tmp_path):
+    doc = {"feature_extraction": {"sequence": [
+        {"operation": {"type": "AudioDecoderEx", "attrs": {"target_sample_rates": [16000]}}},
+        {"operation": {"type": "Phi4AudioEmbed", "attrs": {"stft_normal/win_fn": "hann"}}}]}}
+    with pytest.raises(ConfigError, match=r'window string "hann": onnxpipe computes the "hamming" window') as info:
+        genai_phi4_speech.read_processor(doc, "audio_processor_config.json")
+    assert info.value.path == "$.feature_extraction.sequence[1].operation.attrs.stft_normal/win_fn"
+    doc["feature_extraction"]["sequence"][1]["operation"]["attrs"] = {"dither": 1}
+    with pytest.raises(ConfigError, match=r'Phi4AudioEmbed attribute "dither" is not supported') as info:
+        genai_phi4_speech.read_processor(doc, "audio_processor_config.json")
+    assert info.value.path == "$.feature_extraction.sequence[1].operation.attrs.dither"
