@@ -17,8 +17,9 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
-from ..config.genai_phi4_speech import AUDIO_TAG, AUDIO_TOKEN_ID, RATES, audio_size
-from ..errors import InputError
+from ..backends.base import Items
+from ..config.genai_phi4_speech import AUDIO_TAG, AUDIO_TOKEN_ID, MODE_SPEECH, RATES, audio_size
+from ..errors import ConfigError, InputError
 from ..ops.log_mel import speechlib_log_mel_graph
 
 MAX_SAMPLES = 480_000   # ort-extensions' AudioDecoder keeps at most this many (30 s at 16 kHz)
@@ -69,3 +70,43 @@ def audio_prompt_ids(prompt: str, sizes: list[int], tokenizer) -> list[int]:
     for i in ids:
         out.extend([i] * next(clips) if i == AUDIO_TOKEN_ID else [i])
     return out
+
+
+class SpeechFrontEnd:
+    """preprocessing.speech: clips + a prompt -> the prompt ids and each clip's speech inputs."""
+
+    def __init__(self, loaded):
+        import os
+
+        from ..config.genai_phi4_speech import read_processor
+        from ..config.load import read_json
+
+        self.spec = loaded.spec.preprocessing.speech
+        path = os.path.join(loaded.config.bundle_dir, self.spec.config)
+        if not os.path.isfile(path):
+            raise ConfigError(f'the audio processor file "{self.spec.config}" is missing', file=loaded.config.file,
+                              path="$.preprocessing.speech.config")
+        provider = "wasm" if "wasm" in loaded.backend.providers else "cpu"   # features go back to the host
+        self.features = Phi4AudioFeatures(loaded.backend, read_processor(read_json(path), path), provider)
+
+    def prepare(self, prompt, clips, tokenizer) -> tuple[list[int], dict]:
+        """(the prompt ids with audio tokens expanded, the clips' pipeline inputs); ``clips`` a
+        list of (mono samples in [-1, 1], sample rate)."""
+        if not isinstance(prompt, str):
+            raise InputError("audios: give the prompt as text with <|audio_1|> .. <|audio_N|> tags "
+                             "(input_ids can't say where the clips go)")
+        made, sizes = [], []
+        for i, clip in enumerate(clips):
+            if not (isinstance(clip, (tuple, list)) and len(clip) == 2):
+                raise InputError(f"audios[{i}]: expected (samples, sample_rate), found {type(clip).__name__}")
+            try:
+                embeds, size = self.features.process(*clip)
+            except InputError as exc:   # say which clip
+                raise InputError(f"audios[{i}]: {exc.message}") from None
+            made.append(embeds)
+            sizes.append(size)
+        ids = audio_prompt_ids(prompt, sizes, tokenizer)
+        s = self.spec
+        return ids, {s.audio_embeds: Items(made), s.audio_sizes: Items(([n], (1,)) for n in sizes),
+                     s.projection_mode: Items(([MODE_SPEECH], (1,)) for _ in sizes),
+                     s.attention_mask: Items(([True] * shape[1], (1, shape[1])) for _, shape in made)}

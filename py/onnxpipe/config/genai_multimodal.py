@@ -51,9 +51,6 @@ _VISION_TYPES = {
 _SPEECH = ("audio input: a speech session (audio_embeds, audio_sizes, audio_projection_mode) fed "
            "by the ort-extensions audio processor in speech.config_filename, its audio_features "
            "merged by the embedding session")
-_PHI4_SPEECH = ("audio input in the generation flow (its features, audio_sizes and prompt ids are computed "
-                "by audio/phi4_features.py; the speech session's audio_features merged beside the image "
-                "features into the embedding session's two inputs is not)")
 _ADAPTER = "a LoRA adapter applied to the decoder while an image or audio is in the prompt"
 
 
@@ -83,7 +80,7 @@ def check(model: dict[str, Any], file: str) -> None:
             from . import genai_phi4_speech
 
             genai_phi4_speech.check(model, file)
-            _refuse(kind, _PHI4_SPEECH, file, "$.model.speech")
+            return   # translate() hands the bundle to genai_phi4_speech.translate
         _refuse(kind, _SPEECH, file, "$.model.speech")
     if kind in TRANSLATED:
         return   # translate() reads (and refuses) what it can't run key by key
@@ -159,6 +156,10 @@ def translate(model: dict[str, Any], doc: dict[str, Any], file: str) -> dict[str
     if not any(s in model for s in SECTIONS):
         return doc
     kind = model["type"]
+    if kind == "phi4mm" and "speech" in model:   # Phi-4-multimodal audio (config/genai_phi4_speech.py)
+        from . import genai_phi4_speech
+
+        return genai_phi4_speech.translate(model, doc, file)
     for name in ("vision", "embedding"):
         if name not in model:
             _refuse(kind, f"image input without a model.{name} section", file, "$.model")

@@ -13,7 +13,9 @@ so real bundles have a model.vision section too (the phi4mm image path is config
 
 ``check`` reads model.speech and the processor file and raises a ConfigError naming the file and
 JSON path of the first thing onnxpipe can't compute; ``read_processor`` gives the feature
-settings per sample rate as data for the runtime (audio/phi4_features.py).
+settings per sample rate as data for the runtime (audio/phi4_features.py); ``translate`` makes
+the pipeline: the speech session once per clip, the embedding session with the clips' rows
+merged at the 200011 ids and image_features [0, hidden], the decoder on inputs_embeds.
 """
 
 from __future__ import annotations
@@ -150,3 +152,78 @@ def read_processor(doc: Any, file: str) -> dict[str, Any]:
 def audio_size(frames: int, compression: int) -> int:
     """Audio tokens of a clip of ``frames`` feature frames (ort-extensions: ceil(frames / rate))."""
     return -(-frames // compression)
+
+
+_EMBEDDING_KEYS = ("filename", "session_options", "inputs", "outputs")
+_EMBEDDING_INPUTS = ("input_ids", "image_features", "audio_features")
+
+
+def _session(section: dict[str, Any], file: str, path: str) -> dict[str, Any]:
+    from .genai_session import session_settings
+
+    return {"file": section["filename"],
+            **session_settings(section.get("session_options", {}), file, f"{path}.session_options")}
+
+
+def translate(model: dict[str, Any], doc: dict[str, Any], file: str) -> dict[str, Any]:
+    """The decoder-only translation ``doc`` of a phi4mm bundle with model.speech, extended to run
+    the speech session once per clip (``audios=``) and the embedding session with its rows merged
+    at the 200011 ids (image_features fed [0, hidden]); the vision session is not run (images in
+    a phi4mm prompt are config/genai_phi4mm.py's)."""
+    check(model, file)
+    speech = model["speech"]
+    for name in ("vision", "embedding"):   # genai 0.18 loads a vision session for every phi4mm bundle
+        if not isinstance(model.get(name), dict) or not isinstance(model[name].get("filename"), str):
+            raise ConfigError(f'model.type "phi4mm": expected a model.{name} object with a "filename" '
+                              f"(onnxruntime-genai loads one for every phi4mm bundle), found "
+                              f"{describe(model.get(name))}", file=file, path=f"$.model.{name}")
+    embedding = model["embedding"]
+    for key in embedding:
+        if key not in _EMBEDDING_KEYS:
+            raise ConfigError(f'model.type "phi4mm": the key "{key}" in model.embedding is not supported '
+                              f'(onnxpipe reads {", ".join(_EMBEDDING_KEYS)})', file=file,
+                              path=f"$.model.embedding.{key}")
+    for part, valid in (("inputs", _EMBEDDING_INPUTS), ("outputs", ("inputs_embeds",))):
+        for key in _object(embedding.get(part, {}), file, f"$.model.embedding.{part}"):
+            if key not in valid:
+                raise ConfigError(f'the key "{key}" in model.embedding.{part} is not supported (onnxpipe reads '
+                                  f'{", ".join(valid)})', file=file, path=f"$.model.embedding.{part}.{key}")
+    hidden = model["decoder"].get("hidden_size")
+    if isinstance(hidden, bool) or not isinstance(hidden, int) or hidden <= 0:
+        raise ConfigError(f"expected the hidden size (a positive integer): the embedding session's image_features "
+                          f"is fed [0, hidden_size] (no image here); found {describe(hidden)}", file=file,
+                          path="$.model.decoder.hidden_size")
+    s_in, e_in = speech.get("inputs", {}), embedding.get("inputs", {})
+    embeds = s_in.get("audio_embeds", "audio_embeds")
+    features = speech.get("outputs", {}).get("audio_features", "audio_features")
+    ids = e_in.get("input_ids", "input_ids")
+    fed, images = e_in.get("audio_features", "audio_features"), e_in.get("image_features", "image_features")
+    out = embedding.get("outputs", {}).get("inputs_embeds", "inputs_embeds")
+    decoder_in = model["decoder"].get("inputs", {}).get("inputs_embeds", "inputs_embeds")
+
+    pipeline = doc["pipeline"]
+    pipeline["sessions"] = {"speech": _session(speech, file, "$.model.speech"),
+                            "embedding": _session(embedding, file, "$.model.embedding"), **pipeline["sessions"]}
+    pipeline["flow"] = [
+        {"run": "speech", "when": "init", "loop": "per_image", "loop_over": embeds},
+        {"run": "embedding", "when": "step", "merge": {"from": f"speech.{features}", "into": fed,
+                                                       "token": "audio_token"}},
+        {"run": "decoder", "when": "step"},
+    ]
+    wires = [w for w in pipeline["dataflow"] if not w["to"].startswith("decoder.")]   # ids go to the embedding
+    if ids != "input_ids":
+        wires.append({"from": "inputs.input_ids", "to": f"embedding.{ids}"})
+    if out != decoder_in:
+        wires.append({"from": f"embedding.{out}", "to": f"decoder.{decoder_in}"})
+    pipeline.setdefault("inputs", {})[images] = {
+        "dtype": "float32", "shape": [0, hidden], "default": [],
+        "doc": "image features (none: onnxpipe runs this bundle's audio, not its images)"}
+    wires.append({"from": f"inputs.{images}", "to": f"embedding.{images}"})
+    pipeline["dataflow"] = wires
+    doc["tokens"].setdefault("extra", {})["audio_token"] = AUDIO_TOKEN_ID
+    doc.setdefault("preprocessing", {})["speech"] = {
+        "config": speech["config_filename"], "audio_embeds": embeds,
+        "audio_sizes": s_in.get("audio_sizes", "audio_sizes"),
+        "projection_mode": s_in.get("audio_projection_mode", "audio_projection_mode"),
+        "attention_mask": s_in.get("attention_mask", "audio_attention_mask")}
+    return doc

@@ -64,21 +64,22 @@ def test_vision_types_name_their_feature(kind, path, text):
     assert f'model.type "{kind}": {text}' in exc.message
 
 
-def test_speech_section_is_refused_before_the_vision_one(tmp_path):
-    """phi4mm: model.speech and its processor file are read (config/genai_phi4_speech.py), then
-    the section is refused for what the generation flow lacks."""
+def test_phi4mm_speech_is_read_and_needs_its_files(tmp_path):
+    """phi4mm: model.speech and its processor file are read (config/genai_phi4_speech.py); a
+    missing processor file, or no model.vision (onnxruntime-genai 0.18 loads a vision session for
+    every phi4mm bundle), is refused naming the key."""
     from tests.fixtures.genai_phi4mm_speech import SPEECH_PROCESSOR
 
-    (tmp_path / "audio_processor_config.json").write_text(json.dumps(SPEECH_PROCESSOR))
-    exc = refusal(bundle("phi4mm", embedding=EMBEDDING, vision=VISION, speech=SPEECH),
-                  file=str(tmp_path / "genai_config.json"))
-    assert exc.path == "$.model.speech"
-    assert 'model.type "phi4mm": audio input in the generation flow' in exc.message
     with pytest.raises(ConfigError, match=r'the audio processor file "audio_processor_config.json" is '
                                           r"missing") as info:
         genai_v1.translate(bundle("phi4mm", embedding=EMBEDDING, vision=VISION, speech=SPEECH),
-                           str(tmp_path / "sub" / "genai_config.json"))
+                           str(tmp_path / "genai_config.json"))
     assert info.value.path == "$.model.speech.config_filename"
+    (tmp_path / "audio_processor_config.json").write_text(json.dumps(SPEECH_PROCESSOR))
+    with pytest.raises(ConfigError, match=r'model.type "phi4mm": expected a model.vision object with a '
+                                          r'"filename" \(onnxruntime-genai loads one for every phi4mm bundle\)') as info:
+        genai_v1.translate(bundle("phi4mm", embedding=EMBEDDING, speech=SPEECH), str(tmp_path / "genai_config.json"))
+    assert info.value.path == "$.model.vision"
 
 
 def test_phi4mm_without_speech_names_its_image_feature():

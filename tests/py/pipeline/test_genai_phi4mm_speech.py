@@ -2,7 +2,8 @@
 tests/fixtures/genai_phi4mm_speech.py): its audio processor file read as data, the features
 (ops/log_mel.py speechlib_log_mel_graph) against the audio_embeds onnxruntime-genai 0.18 made,
 the audio token count and the prompt ids against its own, at 16 kHz and 8 kHz; and the bundle
-refused at load, naming model.speech (the generation flow takes no audio yet)."""
+loaded unchanged: its greedy tokens agree with onnxruntime-genai's with a clip and without
+(margin rule, tests/agreement.py)."""
 
 from __future__ import annotations
 
@@ -19,10 +20,12 @@ from onnxpipe.backends.native import NativeBackend
 from onnxpipe.config import genai_phi4_speech
 from onnxpipe.errors import ConfigError, InputError
 from onnxpipe.text.native import load_text_processor
+from tests.agreement import assert_greedy_agrees
 from tests.fixtures import tiny_models
 
 # ln mel: the same STFT in float32 by a Conv here and by dlib's FFT there; measured 3.4e-4
 TOLERANCE = 1e-3
+LOGIT_TOLERANCE = 1e-2   # the same ONNX files; the features within TOLERANCE, scaled 30x by the speech graph
 
 
 @pytest.fixture(scope="module")
@@ -87,10 +90,46 @@ def test_rates_and_tags_are_checked(features, bundle):
         audio_prompt_ids("<s>ab", [3], load_text_processor(bundle))
 
 
-def test_bundle_is_refused_naming_the_speech_section(bundle):
-    with pytest.raises(ConfigError, match=r'model.type "phi4mm": audio input in the generation flow') as info:
-        onnxpipe.load(bundle)
-    assert info.value.path == "$.model.speech" and info.value.file.endswith("genai_config.json")
+@pytest.fixture(scope="module")
+def pipe(bundle):
+    return onnxpipe.load(bundle)
+
+
+def test_bundle_is_genai_only(bundle):
+    assert (bundle / "genai_config.json").is_file() and not (bundle / "pipeline.json").exists()
+
+
+@pytest.mark.parametrize("name", ["clip", "clip8k", "text"])
+def test_greedy_tokens_agree_with_onnxruntime_genai(pipe, bundle, expected, name):
+    """audios=[(samples, rate)]: the speech session once per clip, its rows merged by the
+    embedding session at the 200011 ids; text alone: image and audio features fed [0, hidden]."""
+    case = expected["cases"][name]
+    audios = [_samples(bundle / expected["clips"][name]["file"])] if name in expected["clips"] else None
+    result = pipe.generate(prompt=case["prompt"], audios=audios, max_new_tokens=expected["max_new_tokens"],
+                           do_sample=False)
+    assert result.prompt_tokens == len(case["input_ids"])
+    assert len(result.tokens) == len(case["greedy_tokens"])
+    assert_greedy_agrees(result.tokens, case["greedy_tokens"], case["margins"], LOGIT_TOLERANCE)
+
+
+def test_the_clip_decides_the_tokens(pipe, bundle, expected):
+    """The same clip at a quarter of its level changes the tokens: the agreement above needs the
+    speech session's rows at the audio tokens."""
+    case = expected["cases"]["clip"]
+    samples, rate = _samples(bundle / "clip.wav")
+    result = pipe.generate(prompt=case["prompt"], audios=[([v / 4 for v in samples], rate)],
+                           max_new_tokens=expected["max_new_tokens"], do_sample=False)
+    assert result.tokens != case["greedy_tokens"]
+
+
+def test_audio_requests_are_checked(pipe, bundle, expected):
+    clip = _samples(bundle / "clip.wav")
+    with pytest.raises(InputError, match=r"audio tags \[\] for 1 clip"):
+        pipe.generate(prompt="<s>ab cd", audios=[clip], max_new_tokens=1)
+    with pytest.raises(InputError, match=r"audios\[0\]: sample_rate: .* found 44100"):
+        pipe.generate(prompt="<s><|audio_1|>ab", audios=[(clip[0], 44100)], max_new_tokens=1)
+    with pytest.raises(InputError, match=r"audios: give them with a text prompt alone"):
+        pipe.generate(input_ids=[2, 4], audios=[clip], max_new_tokens=1)
 
 
 def test_processor_file_keys_are_refused_by_path(tmp_path):
