@@ -14,8 +14,9 @@ with ordinary positions, [1, 3, h, w] pixels and 256 <image_soft_token> per imag
 onnxruntime-genai's gemma_image_processor writes); phi3v (Phi-3 / Phi-3.5-vision) with ordinary
 positions, HD crops [1, 17, 3, 336, 336] and image_sizes per image, and the -1 placeholder ids
 its embedding session replaces (one per image token, <|image_N|> tags expanded by the count
-onnxruntime-genai's phi_image_processor writes). Every other type is refused with what it
-needs, naming the section of genai_config.json that needs it.
+onnxruntime-genai's phi_image_processor writes); phi4mm with model.speech (Phi-4-multimodal
+audio) by config/genai_phi4_speech.py. Every other type is refused with what it needs, naming
+the section of genai_config.json that needs it.
 """
 
 from __future__ import annotations
@@ -76,11 +77,11 @@ def check(model: dict[str, Any], file: str) -> None:
         _refuse(kind, "a vision pipeline of several sessions (model.vision.pipeline stages)", file,
                 "$.model.vision.pipeline")
     if "speech" in model:
-        if kind == "phi4mm":   # its section and processor file are read first (config/genai_phi4_speech.py)
+        if kind == "phi4mm":   # Phi-4-multimodal audio: checked here, run by genai_phi4_speech.translate
             from . import genai_phi4_speech
 
             genai_phi4_speech.check(model, file)
-            return   # translate() hands the bundle to genai_phi4_speech.translate
+            return
         _refuse(kind, _SPEECH, file, "$.model.speech")
     if kind in TRANSLATED:
         return   # translate() reads (and refuses) what it can't run key by key
