@@ -72,6 +72,15 @@ def audio_prompt_ids(prompt: str, sizes: list[int], tokenizer) -> list[int]:
     return out
 
 
+def refuse_tags_without_clips(prompt: str) -> None:
+    """A prompt's <|audio_N|> tags with no clip given: refused, as onnxruntime-genai 0.18 refuses
+    them (more audio tokens than audios), rather than read as text."""
+    tags = TAG.findall(prompt)
+    if tags:
+        raise InputError(f"the prompt has the audio tag(s) {tags} but no audio clip was given: pass one clip "
+                         "per tag in audios ((samples, sample_rate) each), or take the tags out")
+
+
 class SpeechFrontEnd:
     """preprocessing.speech: clips + a prompt -> the prompt ids and each clip's speech inputs."""
 

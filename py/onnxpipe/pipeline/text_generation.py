@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterator
 
+from ..audio.phi4_features import refuse_tags_without_clips
 from ..errors import InputError
 from ..grammar.check import check_output
 from ..grammar.formats import Constraint, constraint_from
@@ -176,6 +177,8 @@ class TextGeneration:
             opts = self.loaded.options(search, max_new_tokens, DEFAULT_MAX_NEW_TOKENS)
             self.check_length(len(ids), opts)
             return ids, opts, clips
+        if self.loaded.speech is not None and isinstance(prompt, str):
+            refuse_tags_without_clips(prompt)
         if isinstance(prompt, str) and images and self.loaded.images is not None:
             prompt = self.loaded.images.expand_prompt(prompt, len(images))   # Gemma 3's text rule
         tagged = None   # Phi-3-vision: pieces between <|image_N|> tags tokenized apart

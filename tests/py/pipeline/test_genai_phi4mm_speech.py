@@ -132,6 +132,22 @@ def test_audio_requests_are_checked(pipe, bundle, expected):
         pipe.generate(input_ids=[2, 4], audios=[clip], max_new_tokens=1)
 
 
+def test_audio_tokens_without_clips_name_the_clips(pipe, expected):
+    """Tags with no clip are refused as onnxruntime-genai 0.18 refuses them, worded about audio
+    clips; audio token ids reaching the embedding step with no clip likewise (not "image")."""
+    from onnxpipe.engine.merge import feed_features
+
+    with pytest.raises(InputError, match=r"audio tag\(s\) \['<\|audio_1\|>'\] but no audio clip was given"):
+        pipe.generate(prompt=expected["cases"]["clip"]["prompt"], max_new_tokens=1)
+    with pytest.raises(InputError, match=r"audio tag\(s\) .* but no audio clip was given"):
+        pipe.generate(prompt="<s><|audio_1|>ab", audios=[], max_new_tokens=1)
+    loaded = pipe.loaded
+    step = next(s for phase in loaded.executor.plan.phases.values() for s in phase if s.step.merge is not None)
+    with pytest.raises(InputError, match=r"^the prompt has 2 audio token\(s\) \(id 200011\) but no audio clip "
+                                         r"\(audios=\) was given$"):
+        feed_features(loaded.backend, {}, step, {"input_ids": ([2, 200011, 200011], (1, 3))})
+
+
 def test_processor_file_keys_are_refused_by_path(tmp_path):
     doc = {"feature_extraction": {"sequence": [
         {"operation": {"type": "AudioDecoderEx", "attrs": {"target_sample_rates": [16000]}}},
