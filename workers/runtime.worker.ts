@@ -6,7 +6,7 @@
 // this one; the entry stays guarded by the worker's name all the same.
 
 import './wasm-memory'; // first: it records the wasm heaps ORT and Pyodide make
-import type { ArgsOf, AudioEvent, ErrorKind, ResultOf, SentenceInfo, TranscriptWindow, TokenEvent, Verb, WorkerMessage } from '../web/src/protocol';
+import type { ArgsOf, AudioEvent, AudioInput, ErrorKind, ResultOf, SentenceInfo, TranscriptWindow, TokenEvent, Verb, WorkerMessage } from '../web/src/protocol';
 import { type RgbImage, toRgbImages } from './images';
 import { configureAssets } from './assets';
 import { files, setCancel } from './bridge';
@@ -55,6 +55,23 @@ function checkAudio(verb: string, args: { samples: unknown; sample_rate: unknown
   }
 }
 
+/** A generate request's ``audios``: a list of {samples: Float32Array, sample_rate}; an error
+ * names the clip and the field (audios[i].sample_rate). */
+function checkClips(audios: unknown): AudioInput[] {
+  if (!Array.isArray(audios)) {
+    throw new CallError('input', `generate: audios: expected a list of {samples, sample_rate} clips, found ${Object.prototype.toString.call(audios)}`);
+  }
+  audios.forEach((clip: unknown, i) => {
+    if (typeof clip !== 'object' || clip === null || Array.isArray(clip)) {
+      throw new CallError('input', `generate: audios[${i}]: expected {samples, sample_rate}, found ${Object.prototype.toString.call(clip)}`);
+    }
+    const unknown = Object.keys(clip).find((k) => k !== 'samples' && k !== 'sample_rate');
+    if (unknown !== undefined) throw new CallError('input', `generate: audios[${i}]: unknown field "${unknown}"; a clip has samples and sample_rate`);
+    checkAudio(`generate: audios[${i}]`, clip as { samples: unknown; sample_rate: unknown });
+  });
+  return audios as AudioInput[];
+}
+
 /** A verb's handler: the arguments it takes (any other is refused, named), whether it needs the
  * engine to itself (one such call at a time), and what it does. */
 interface Handler<V extends Verb> {
@@ -88,21 +105,23 @@ const VERBS: { [V in Verb]: Handler<V> } = {
     },
   },
   generate: {
-    takes: ['messages', 'prompt', 'input_ids', 'options', 'images'],
+    takes: ['messages', 'prompt', 'input_ids', 'options', 'images', 'audios'],
     exclusive: true,
     run: async (args, call) => {
+      // images decoded and clips checked here; both cross into Python beside the JSON, as data
+      const audios = args.audios === undefined || args.audios === null ? null : checkClips(args.audios);
       const entry = await loadedEntry();
       setCancel(false);
-      let images: RgbImage[] | undefined;
+      let images: RgbImage[] | null = null;
       try {
-        images = args.images === undefined || args.images === null ? undefined : await toRgbImages(args.images);
+        images = args.images === undefined || args.images === null ? null : await toRgbImages(args.images);
       } catch (err) {
         throw new CallError('input', `${(err as Error).message ?? err}`);
       }
-      const { images: _, ...rest } = args;
+      const { images: _, audios: __, ...rest } = args;
       return entry.call('generate', rest, (event, json) => {
         if (event === 'token') call.emit('token', JSON.parse(json) as TokenEvent);
-      }, images);
+      }, { ...(images ? { images } : {}), ...(audios ? { audios } : {}) });   // absent, not null (Pyodide's jsnull)
     },
   },
   speak: {

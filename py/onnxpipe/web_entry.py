@@ -93,6 +93,13 @@ def _rate(args: dict) -> int:
     return rate
 
 
+def _samples(block) -> array:
+    """A Float32Array's samples (crossing as one block of bytes)."""
+    audio = array("f")
+    audio.frombytes(block.to_bytes())
+    return audio
+
+
 def _backend(fs_dir: str, args: dict):
     backend = WebBackend(fs_dir, tuple(args.get("available") or ("wasm",)))
     providers = [args["ep"]] if args.get("ep") else None
@@ -190,16 +197,23 @@ def speak(args: dict, emit, data):
 
 
 @verb("generate", "messages", "prompt", "input_ids", "options")
-def generate(args: dict, emit, images=None):
-    """Run one generation; emits "token" (TokenEvent) per text piece. ``images`` (the data):
-    the worker's decoded images ({rgb: Uint8Array, width, height}), if any."""
+def generate(args: dict, emit, media=None):
+    """Run one generation; emits "token" (TokenEvent) per text piece. ``media`` (the data):
+    {images, audios}, the worker's decoded images ({rgb: Uint8Array, width, height}) and its
+    checked clips ({samples: Float32Array, sample_rate}), each absent when not given."""
     options = _object(args, "options")
+    images = getattr(media, "images", None)
+    audios = getattr(media, "audios", None)
     if images is not None:
         if args.get("messages") is not None:
             raise InputError("images go with a prompt or input_ids (one image token per image), "
                              "not with chat messages")
         from .image import Image
         options["images"] = [Image(i.rgb.to_bytes(), int(i.width), int(i.height)) for i in images]
+    if audios is not None:
+        if args.get("messages") is not None:
+            raise InputError("audios go with a prompt (one <|audio_N|> tag per clip), not with chat messages")
+        options["audios"] = [(_samples(clip.samples), int(clip.sample_rate)) for clip in audios]
 
     def on_event(event) -> None:
         if event.text or event.token_ids:

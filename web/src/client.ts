@@ -2,7 +2,7 @@
 // worker protocol (protocol.ts) through a supervised worker (supervisor.ts, transport.ts).
 
 import type {
-  AudioClip, ControlValue, ExecutionProvider, GenerationResult, ImageInput, LoadedInfo, Message, ProgressEvent, RunOptions,
+  AudioClip, AudioInput, ControlValue, ExecutionProvider, GenerationResult, ImageInput, LoadedInfo, Message, ProgressEvent, RunOptions,
   RunOutput, SearchOptions, SentenceInfo, Speech, SpeechEvent, StoredBundle, TensorInput, ThreadChoice, TranscriptWindow,
   TranscriptionResult, VoiceActivityResult, WasmMemory, WorkerMessage,
 } from './protocol';
@@ -30,6 +30,7 @@ export interface GenerateRequest {
   input_ids?: number[];
   options?: SearchOptions;
   images?: ImageInput[]; // vision-language bundles (docs/vision-language.md)
+  audios?: AudioInput[]; // speech bundles (docs/speech.md): their sample buffers are transferred to the worker
   onToken?: (text: string, tokenIds: number[]) => void;
 }
 
@@ -193,7 +194,10 @@ export class RuntimeClient {
   generate(request: GenerateRequest): Promise<GenerationResult> {
     this.cancellable();
     const { onToken, ...args } = request;
-    return this.runtime.call('generate', args, { onEvent: ({ data }) => onToken?.(data.text, data.token_ids) });
+    // each clip's buffer once (a buffer given twice can't be transferred); anything else the worker refuses by name
+    const transfer = [...new Set((Array.isArray(args.audios) ? args.audios : [])
+      .map((clip) => clip?.samples?.buffer).filter((b): b is ArrayBuffer => b instanceof ArrayBuffer))];
+    return this.runtime.call('generate', args, { transfer, onEvent: ({ data }) => onToken?.(data.text, data.token_ids) });
   }
 
   /** Text to speech: audio arrives sentence by sentence through ``onAudio``; resolves with

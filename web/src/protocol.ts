@@ -127,6 +127,10 @@ export interface TensorInput {
  * it with createImageBitmap) or decoded RGB bytes (width * height * 3, row by row). */
 export type ImageInput = Blob | { rgb: Uint8Array; width: number; height: number };
 
+/** One audio clip of a generate request (Phi-4-multimodal bundles, docs/speech.md): mono
+ * samples in [-1, 1] at ``sample_rate`` (the bundle's audio processor names the rates it takes). */
+export interface AudioInput { samples: Float32Array; sample_rate: number }
+
 export type ErrorKind =
   | 'config' | 'bundle' | 'input' | 'engine' | 'quota' | 'network' | 'integrity' | 'text' | 'internal'
   | 'stopped' // the runtime worker died (client.ts restarts it and reloads the bundle)
@@ -444,6 +448,7 @@ export interface Verbs {
     args: {
       messages?: Message[]; prompt?: string; input_ids?: number[]; options?: SearchOptions;
       images?: ImageInput[]; // vision-language bundles: one image token in the prompt per image
+      audios?: AudioInput[]; // speech bundles: one <|audio_N|> tag in the prompt per clip (buffers transferred)
     };
     result: GenerationResult; events: { token: TokenEvent };
   };

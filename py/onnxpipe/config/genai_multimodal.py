@@ -15,8 +15,9 @@ onnxruntime-genai's gemma_image_processor writes); phi3v (Phi-3 / Phi-3.5-vision
 positions, HD crops [1, 17, 3, 336, 336] and image_sizes per image, and the -1 placeholder ids
 its embedding session replaces (one per image token, <|image_N|> tags expanded by the count
 onnxruntime-genai's phi_image_processor writes); phi4mm (Phi-4-multimodal images) as phi3v with
-Phi-4's dynamic crops and masks and the 200010 image token (config/genai_phi4mm.py). Every
-other type is refused with what it needs, naming the section of genai_config.json that needs it.
+Phi-4's dynamic crops and masks and the 200010 image token (config/genai_phi4mm.py); phi4mm with
+model.speech (Phi-4-multimodal audio) by config/genai_phi4_speech.py. Every other type is
+refused with what it needs, naming the section of genai_config.json that needs it.
 """
 
 from __future__ import annotations
@@ -88,6 +89,11 @@ def check(model: dict[str, Any], file: str) -> None:
     if kind == genai_gemma4.TYPE:
         genai_gemma4.check(model, file)
     if "speech" in model and not speech_cleared(model):
+        if kind == "phi4mm":   # Phi-4-multimodal audio: checked here, run by genai_phi4_speech.translate
+            from . import genai_phi4_speech
+
+            genai_phi4_speech.check(model, file)
+            return
         _refuse(kind, _SPEECH, file, "$.model.speech")
     if kind in TRANSLATED:
         return   # translate() reads (and refuses) what it can't run key by key
@@ -163,6 +169,10 @@ def translate(model: dict[str, Any], doc: dict[str, Any], file: str) -> dict[str
     if not any(s in model for s in SECTIONS):
         return doc
     kind = model["type"]
+    if kind == "phi4mm" and "speech" in model and not speech_cleared(model):
+        from . import genai_phi4_speech   # Phi-4-multimodal audio (config/genai_phi4_speech.py)
+
+        return genai_phi4_speech.translate(model, doc, file)
     phi4 = kind == "phi4mm"
     for name in ("vision", "embedding"):
         if name not in model:

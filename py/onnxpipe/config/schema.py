@@ -590,10 +590,26 @@ class ImagePreprocessing:
 
 
 @dataclass(frozen=True)
+class SpeechPreprocessing:
+    """Clips in, Phi-4-multimodal audio features and token counts out (audio/phi4_features.py)."""
+
+    config: str = spec(None, "ort-extensions feature-extraction file in the bundle (AudioDecoderEx + "
+                             "Phi4AudioEmbed)", required=True)
+    audio_embeds: str = spec("audio_embeds", "pipeline input that takes each clip's features [1, frames, mels]")
+    audio_sizes: str = spec("audio_sizes", "pipeline input that takes each clip's audio token count [1]")
+    projection_mode: str = spec("audio_projection_mode", "pipeline input that takes each clip's projection "
+                                                         "mode [1] (2: speech without an image)")
+    attention_mask: str = spec("audio_attention_mask", "pipeline input that takes each clip's frame mask "
+                                                       "[1, frames] (all true), where a session reads it")
+
+
+@dataclass(frozen=True)
 class Preprocessing:
     text: TextPreprocessing | None = spec(None, "tokenizer and chat template")
     image: ImagePreprocessing | None = spec(None, "images -> pixel rows and grids (image/)")
     audio: AudioPreprocessing | None = spec(None, "waveform input: sample rate and windows")
+    speech: SpeechPreprocessing | None = spec(None, "audio clips in a prompt -> speech session inputs "
+                                                    "(Phi-4-multimodal)")
     phonemes: PhonemesPreprocessing | None = spec(None, "text -> phoneme ids")
 
 

@@ -43,3 +43,34 @@ def mel_filters(sample_rate: int, n_fft: int, n_mels: int) -> list[list[float]]:
         norm = 2.0 / (hi - lo)
         rows.append([norm * max(0.0, min((f - lo) / (mid - lo), (hi - f) / (hi - mid))) for f in fft_hz])
     return rows
+
+
+def hamming_speechlib(length: int) -> list[float]:
+    """The symmetric Hamming window as onnxruntime-extensions writes it for Phi-4-multimodal
+    (0.08 + 0.92 sin^2(pi n / (length - 1)), the same values as 0.54 - 0.46 cos)."""
+    return [0.08 + 0.92 * math.sin(math.pi * n / (length - 1)) ** 2 for n in range(length)]
+
+
+def speechlib_mel_filters(n_fft: int, n_mels: int, sample_rate: int = 16000,
+                          fmax: float = 7689.0) -> list[list[float]]:
+    """[n_mels][n_fft // 2 + 1] filters of SpeechLib's FbankFC (Phi-4-multimodal's audio
+    features): triangles of height 1 in mel space (1127 ln(1 + f / 700)), 0 Hz to ``fmax``,
+    on the FFT bins 1 .. round(fmax * n_fft / sample_rate) - 1 (onnxruntime-extensions'
+    SpeechLibLogMel, fmax 7689 Hz)."""
+    def mel(hz: float) -> float:
+        return 1127.0 * math.log(1.0 + hz / 700.0)
+
+    bins = n_fft // 2 + 1
+    klo, khi = 1, max(int(fmax * n_fft / sample_rate + 0.5), 1)
+    top = mel(fmax)
+    step = top / (n_mels + 1)
+    rows = []
+    for m in range(n_mels):
+        left, center, right = m * step, (m + 1) * step, (m + 2) * step
+        row = [0.0] * bins
+        for k in range(klo, min(khi, bins)):
+            at = mel(k * sample_rate / n_fft)
+            if left < at < right:
+                row[k] = max(0.0, 1.0 - abs(center - at) / step)
+        rows.append(row)
+    return rows

@@ -10,6 +10,20 @@ from ..ops.merge import merge_rows_graph
 from .wiring import StepPlan
 
 
+# what a merge token's rows are made from, by its tokens.extra key: (the token's name, the input)
+_PLACED = {"audio_token": ("audio", "audio clip (audios=)")}
+
+
+def _missing(count: int, token: int, key: str) -> InputError:
+    noun, item = _PLACED.get(key, ("image", "image"))
+    return InputError(f"the prompt has {count} {noun} token(s) (id {token}) but no {item} was given")
+
+
+def _unmatched(count: int, token: int, key: str, source: str, have: int) -> InputError:
+    noun = _PLACED.get(key, ("image",))[0]
+    return InputError(f'the prompt has {count} {noun} token(s) (id {token}) but "{source}" has {have} rows for them')
+
+
 def _placeholders(plan: StepPlan, inputs):
     """(ids, shape, count of the token) of this run's host input_ids, or None."""
     token = plan.merge_token
@@ -30,12 +44,10 @@ def feed_features(backend, values: dict, plan: StepPlan, inputs):
     rows = values.get(plan.merge_source)
     if count:
         if rows is None:
-            raise InputError(f"the prompt has {count} image token(s) (id {plan.merge_token}) but no "
-                             "image was given")
+            raise _missing(count, plan.merge_token, merge.token)
         have = backend.shape(rows)[0]
         if have != count:
-            raise InputError(f'the prompt has {count} image token(s) (id {plan.merge_token}) but '
-                             f'"{merge.from_}" has {have} rows for them')
+            raise _unmatched(count, plan.merge_token, merge.token, merge.from_, have)
         return rows, False
     info = plan.session.inputs[merge.into]
     return backend.tensor([], info.dtype, (0, *info.shape[1:])), True
@@ -57,11 +69,10 @@ def merge_features(backend, values: dict, plan: StepPlan, outputs: dict, inputs)
         return   # nothing to place (text, or the decode steps after the prompt)
     rows = values.get(plan.merge_source)
     if rows is None:
-        raise InputError(f"the prompt has {count} image token(s) (id {token}) but no image was given")
+        raise _missing(count, token, merge.token)
     have = backend.shape(rows)[0]
     if have != count:
-        raise InputError(f'the prompt has {count} image token(s) (id {token}) but "{merge.from_}" has '
-                         f"{have} rows for them")
+        raise _unmatched(count, token, merge.token, merge.from_, have)
     target = outputs[merge.into]
     dtype = plan.session.outputs[merge.into].dtype
     graph = backend.open_graph(merge_rows_graph(dtype), plan.session.provider)

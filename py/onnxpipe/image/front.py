@@ -28,11 +28,14 @@ MADE = {"pixel_values": (2, "float32"), "grid_thw": (2, "int64")}   # rank and d
 
 
 def front_end_inputs(spec: PipelineSpec) -> tuple[str, ...]:
-    """The pipeline inputs the image front end supplies (none without preprocessing.image)."""
-    image = spec.preprocessing.image
-    if image is None:
-        return ()
-    return (image.pixel_values, image.grid_thw) + ((image.attention_mask,) if image.attention_mask else ())
+    """The pipeline inputs the image (and speech) front ends supply (none without preprocessing.image
+    or preprocessing.speech)."""
+    image, speech = spec.preprocessing.image, spec.preprocessing.speech
+    made = ((image.pixel_values, image.grid_thw) + ((image.attention_mask,) if image.attention_mask else ())
+            if image is not None else ())
+    if speech is not None:   # the clips' inputs (audio/phi4_features.py)
+        made += (speech.audio_embeds, speech.audio_sizes, speech.projection_mode, speech.attention_mask)
+    return made
 
 
 def load_config(config) -> ImageProcessorConfig | None:

@@ -18,6 +18,15 @@ With ``pad_waveform`` and ``center_pad="reflect"`` it computes them the way tran
 samples cut or zero-padded to ``frames * hop`` first (so frames past the audio are frames of
 silence, not the floor), mirrored by n_fft / 2 at both ends, and the last STFT frame dropped.
 
+``speechlib_log_mel_graph(n_fft, frame_length, hop, mel_n_fft, n_mels)``: input ``waveform``
+f32[1, n] (n >= frame_length); output ``features`` f32[1, frames, n_mels], Phi-4-multimodal's
+audio features as onnxruntime-extensions' ``Phi4AudioEmbed`` computes them (SpeechLib):
+(n - frame_length) // hop + 1 frames, no centring; in each frame the samples pre-emphasised
+(x[t] - 0.97 x[t - 1], the first sample against itself), scaled by 32768, times a symmetric
+Hamming window of frame_length, zero-padded to n_fft; power |X|^2 through SpeechLib's mel
+filters (config/windows.py) made for mel_n_fft at 16 kHz (an 8 kHz STFT reads the first
+mel_n_fft // 2 - n_fft // 2 - 1 bins, as ort-extensions does); ln of max(mel, 1).
+
 Pure Python setup (no numpy), so the graph is built in Pyodide too.
 """
 
@@ -26,10 +35,12 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
-from ..config.windows import hann_periodic, mel_filters
+from ..config.windows import hamming_speechlib, hann_periodic, mel_filters, speechlib_mel_filters
 from .proto import Graph
 
-__all__ = ["hann_periodic", "log_mel_graph", "mel_filters"]
+__all__ = ["hann_periodic", "log_mel_graph", "mel_filters", "speechlib_bins", "speechlib_log_mel_graph"]
+
+PREEMPHASIS = 0.97   # SpeechLib's, in onnxruntime-extensions' SpeechLibSTFTNorm
 
 
 @lru_cache(maxsize=4)
@@ -96,4 +107,54 @@ def log_mel_graph(sample_rate: int, n_fft: int, hop: int, n_mels: int, frames: i
     floored = g.node("Pad", [g.node("Max", [log, floor], "floored"), pads, floor], "padded")
     g.node("Mul", [g.node("Add", [floored, "four"], "shifted"), "quarter"], "features")
     g.output("features", "float32", [1, n_mels, frames])
+    return g.to_bytes()
+
+
+def speechlib_bins(n_fft: int, mel_n_fft: int) -> int:
+    """How many STFT bins SpeechLib's mel filters read (ort-extensions' SpeechLibLogMel: all
+    n_fft // 2 + 1 when the filters have as many columns; else the first mel columns - bins - 1);
+    ValueError when the filters have fewer columns than the STFT has bins."""
+    bins, columns = n_fft // 2 + 1, mel_n_fft // 2 + 1
+    if columns < bins:
+        raise ValueError(f"mel n_fft {mel_n_fft} gives {columns} filter columns, fewer than the "
+                         f"{bins} bins of the n_fft {n_fft} STFT")
+    return bins if columns == bins else columns - bins - 1
+
+
+@lru_cache(maxsize=4)
+def speechlib_log_mel_graph(n_fft: int, frame_length: int, hop: int, mel_n_fft: int, n_mels: int) -> bytes:
+    """The SpeechLib graph described in the module docstring."""
+    for name, value in (("n_fft", n_fft), ("frame_length", frame_length), ("hop", hop),
+                        ("mel_n_fft", mel_n_fft), ("n_mels", n_mels)):
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise ValueError(f"{name}: expected a positive integer, got {value!r}")
+    if not 2 <= frame_length <= n_fft:
+        raise ValueError(f"frame_length: expected 2 .. n_fft ({n_fft}), got {frame_length}")
+    bins, used = n_fft // 2 + 1, speechlib_bins(n_fft, mel_n_fft)
+    window = hamming_speechlib(frame_length)
+    basis = []   # [2 * bins, 1, frame_length]: pre-emphasis, scale and window folded into the DFT rows
+    for trig in (math.cos, math.sin):
+        for k in range(bins):
+            row = [window[t] * trig(2 * math.pi * k * t / n_fft) for t in range(frame_length)]
+            row[0] *= 1.0 - PREEMPHASIS
+            basis.extend(32768.0 * (row[j] - PREEMPHASIS * (row[j + 1] if j + 1 < frame_length else 0.0))
+                         for j in range(frame_length))
+    filters = [r[:used] + [0.0] * (bins - used) for r in speechlib_mel_filters(mel_n_fft, n_mels)]
+    g = Graph("speechlib_log_mel")
+    g.input("waveform", "float32", [1, "n"])
+    g.const("axis1", [1], "int64", [1])
+    g.const("basis", basis, "float32", [2 * bins, 1, frame_length])
+    g.const("filters", [v for row in filters for v in row], "float32", [n_mels, bins])
+    for name, values in (("zero", [0]), ("bins", [bins]), ("two_bins", [2 * bins])):
+        g.const(name, values, "int64", [1])
+    g.const("one", [1.0], "float32", [])
+    x = g.node("Unsqueeze", ["waveform", "axis1"], "x3")
+    spec = g.node("Conv", [x, "basis"], "spectrum", strides=[hop])   # [1, 2 * bins, frames]
+    re = g.node("Slice", [spec, "zero", "bins", "axis1"], "re")
+    im = g.node("Slice", [spec, "bins", "two_bins", "axis1"], "im")
+    power = g.node("Add", [g.node("Mul", [re, re], "re2"), g.node("Mul", [im, im], "im2")], "power")
+    mel = g.node("MatMul", ["filters", power], "mel")   # [1, n_mels, frames]
+    log = g.node("Log", [g.node("Max", [mel, "one"], "clamped")], "ln")
+    g.node("Transpose", [log], "features", perm=[0, 2, 1])
+    g.output("features", "float32", [1, "frames", n_mels])
     return g.to_bytes()

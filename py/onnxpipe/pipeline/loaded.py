@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import os
 
+from ..audio.phi4_features import SpeechFrontEnd
 from ..engine import controls as control_values
 from ..engine.build import assemble, structure
 from ..errors import ConfigError, InputError
@@ -52,6 +53,7 @@ class LoadedPipeline:
             raise ConfigError(exc.detail, file=config.file, path=exc.path) from None
         self.controls = control_values.controls(self.spec.pipeline.inputs)
         self.images = ImageFrontEnd(self) if self.spec.preprocessing.image is not None else None
+        self.speech = SpeechFrontEnd(self) if self.spec.preprocessing.speech is not None else None
         self._vocab_size: int | None = None
         self._grammar = None
         self._check_token_data()
@@ -251,6 +253,14 @@ class LoadedPipeline:
         if self.images is None:
             raise InputError("this bundle takes no images (no preprocessing.image in its pipeline.json)")
         return self.images.prepare(ids, images)
+
+    def with_audios(self, prompt, audios) -> tuple[list[int], dict]:
+        """(prompt ids with audio tokens expanded, the clips' pipeline inputs); see audio/phi4_features.py."""
+        if not isinstance(audios, (list, tuple)):
+            raise InputError(f"audios: expected a list of (samples, sample_rate), found {type(audios).__name__}")
+        if self.speech is None:
+            raise InputError("this bundle takes no audio (no preprocessing.speech in its pipeline.json)")
+        return self.speech.prepare(prompt, audios, self.tokenizer())
 
     def reset(self) -> None:
         """Empty state (no positions held)."""

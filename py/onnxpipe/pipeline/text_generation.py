@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterator
 
+from ..audio.phi4_features import refuse_tags_without_clips
 from ..errors import InputError
 from ..grammar.check import check_output
 from ..grammar.formats import Constraint, constraint_from
@@ -167,9 +168,19 @@ class TextGeneration:
             raise InputError(f"prompt is {total} tokens but the context holds {opts.max_length} "
                              f"(generation.max_length); shorten it or start a new chat")
 
-    def _prepare(self, prompt, input_ids, max_new_tokens, search, images=None):
-        """(prompt ids, options, the images' pipeline inputs)."""
+    def _prepare(self, prompt, input_ids, max_new_tokens, search, images=None, audios=None):
+        """(prompt ids, options, the images' (or clips') pipeline inputs)."""
         self.loaded.require_loop(True, "run(inputs=...); generate() and chat() need a token loop")
+        if audios:   # Phi-4-multimodal clips: the prompt's <|audio_N|> tags expanded (audio/phi4_features.py)
+            if images or input_ids is not None:
+                raise InputError("audios: give them with a text prompt alone (no images or input_ids beside them)")
+            check_unicode("prompt", prompt) if isinstance(prompt, str) else None
+            ids, clips = self.loaded.with_audios(prompt, audios)
+            opts = self.loaded.options(search, max_new_tokens, DEFAULT_MAX_NEW_TOKENS)
+            self.check_length(len(ids), opts)
+            return ids, opts, clips
+        if self.loaded.speech is not None and isinstance(prompt, str):
+            refuse_tags_without_clips(prompt)
         if isinstance(prompt, str) and isinstance(images, (list, tuple)) and images \
                 and self.loaded.images is not None:
             prompt = self.loaded.images.expand_prompt(prompt, list(images))   # Gemma 3 / 4's text rule
@@ -200,16 +211,17 @@ class TextGeneration:
     # ---- generation ----------------------------------------------------------------------------
 
     def stream(self, prompt=None, input_ids=None, max_new_tokens=None, inputs=None, images=None,
-               logit_mask=None, response_format=None, **search) -> Iterator[StreamEvent]:
+               logit_mask=None, response_format=None, audios=None, **search) -> Iterator[StreamEvent]:
         """Generate from a fresh state, yielding text deltas as they become complete.
 
         ``inputs`` gives other pipeline inputs (e.g. pixel values): name -> (flat values, shape);
-        ``images`` (onnxpipe.image.Image) go through the bundle's image preprocessing;
+        ``images`` (onnxpipe.image.Image) go through the bundle's image preprocessing, ``audios``
+        ((samples, sample_rate) clips) through its speech preprocessing;
         ``logit_mask(generated_ids)`` returns ids the next token may not be (loops/sequence.py);
         ``response_format``: the output's constraint (grammar/formats.py: json_object,
         json_schema, and the extras regex and grammar).
         """
-        ids, opts, pictures = self._prepare(prompt, input_ids, max_new_tokens, search, images)
+        ids, opts, pictures = self._prepare(prompt, input_ids, max_new_tokens, search, images, audios)
         guide = self.guide(response_format, opts)
         self.reset()
         return self.continue_stream(ids, opts, {**self.loaded.inputs(inputs), **pictures}, logit_mask=logit_mask,
@@ -217,13 +229,13 @@ class TextGeneration:
 
     def generate(self, prompt=None, input_ids=None, max_new_tokens=None, inputs=None,
                  on_event=None, cancel=None, images=None, logit_mask=None, response_format=None,
-                 **search) -> GenerationResult:
+                 audios=None, **search) -> GenerationResult:
         """The whole result of ``stream``: new token ids, text, finish reason and timings.
 
         ``on_event`` sees every StreamEvent as it happens; ``cancel()`` returning True stops
         the generation before the next step (finish_reason "cancelled").
         """
-        ids, opts, pictures = self._prepare(prompt, input_ids, max_new_tokens, search, images)
+        ids, opts, pictures = self._prepare(prompt, input_ids, max_new_tokens, search, images, audios)
         extra = {**self.loaded.inputs(inputs), **pictures}
         guide = self.guide(response_format, opts)
         self.reset()

@@ -73,12 +73,15 @@ export async function generate(page, request, { cancelAfter = 0, timeout = TIMEO
       let cancel = null;
       const t0 = performance.now();
       try {
-        // imageUrls: files the page fetches as Blobs for the worker to decode (vision-language)
-        const { imageUrls, ...rest } = request;
+        // imageUrls: files the page fetches as Blobs for the worker to decode (vision-language);
+        // audioClips: [{samples: number[], sample_rate}] made Float32Arrays here (speech bundles)
+        const { imageUrls, audioClips, ...rest } = request;
         const images = imageUrls && await Promise.all(imageUrls.map(async (u) => (await fetch(u)).blob()));
+        const audios = audioClips?.map((c) => ({ samples: Float32Array.from(c.samples), sample_rate: c.sample_rate }));
         const result = await client.generate({
           ...rest,
           ...(images ? { images } : {}),
+          ...(audios ? { audios } : {}),
           onToken: (text, tokenIds) => {
             events.push({ ms: performance.now() - t0, text, tokenIds });
             if (cancelAfter && events.length === cancelAfter) cancel = client.cancel();

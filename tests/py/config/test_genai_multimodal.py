@@ -3,6 +3,7 @@ each model type onnxpipe can't run yet is refused naming the file, the JSON path
 model.type and the missing feature."""
 
 import copy
+import json
 
 import pytest
 
@@ -62,11 +63,22 @@ def test_vision_types_name_their_feature(kind, path, text):
     assert f'model.type "{kind}": {text}' in exc.message
 
 
-def test_speech_section_is_refused_before_the_vision_one():
-    exc = refusal(bundle("phi4mm", embedding=EMBEDDING, vision=VISION, speech=SPEECH))
-    assert exc.path == "$.model.speech"
-    assert 'model.type "phi4mm": audio input: a speech session (audio_embeds, audio_sizes, ' \
-           "audio_projection_mode)" in exc.message
+def test_phi4mm_speech_is_read_and_needs_its_files(tmp_path):
+    """phi4mm: model.speech and its processor file are read (config/genai_phi4_speech.py); a
+    missing processor file, or no model.vision (onnxruntime-genai 0.18 loads a vision session for
+    every phi4mm bundle), is refused naming the key."""
+    from tests.fixtures.genai_phi4mm_speech import SPEECH_PROCESSOR
+
+    with pytest.raises(ConfigError, match=r'the audio processor file "audio_processor_config.json" is '
+                                          r"missing") as info:
+        genai_v1.translate(bundle("phi4mm", embedding=EMBEDDING, vision=VISION, speech=SPEECH),
+                           str(tmp_path / "genai_config.json"))
+    assert info.value.path == "$.model.speech.config_filename"
+    (tmp_path / "audio_processor_config.json").write_text(json.dumps(SPEECH_PROCESSOR))
+    with pytest.raises(ConfigError, match=r'model.type "phi4mm": expected a model.vision object with a '
+                                          r'"filename" \(onnxruntime-genai loads one for every phi4mm bundle\)') as info:
+        genai_v1.translate(bundle("phi4mm", embedding=EMBEDDING, speech=SPEECH), str(tmp_path / "genai_config.json"))
+    assert info.value.path == "$.model.vision"
 
 
 def test_phi4mm_with_qwen_vision_keys_names_the_first():
@@ -323,12 +335,15 @@ def test_phi4mm_keys_onnxpipe_does_not_run_are_named(extra, path, text):
     assert f'model.type "phi4mm": {text}' in exc.message
 
 
-@pytest.mark.parametrize("speech", [{"filename": "", "config_filename": "speech.json"},
-                                    {"filename": "speech.onnx", "config_filename": ""}, SPEECH])
-def test_phi4mm_speech_block_not_cleared_is_audio_input(speech):
-    exc = refusal(phi4mm(speech=speech))
-    assert exc.path == "$.model.speech"
-    assert 'model.type "phi4mm": audio input' in exc.message
+@pytest.mark.parametrize("speech, path", [({"filename": "", "config_filename": "speech.json"}, "$.model.speech.filename"),
+                                          ({"filename": "speech.onnx", "config_filename": ""},
+                                           "$.model.speech.config_filename")])
+def test_phi4mm_speech_block_not_cleared_is_read_as_audio(speech, path):
+    """Only the fully cleared block means "no audio"; a half-cleared one is a speech section,
+    read by config/genai_phi4_speech.py and refused at the key that is empty."""
+    with pytest.raises(ConfigError) as info:
+        genai_v1.translate(phi4mm(speech=speech), "genai_config.json")
+    assert (info.value.file, info.value.path) == ("genai_config.json", path)
 
 
 def test_phi4mm_image_token_is_genai_s_fixed_id():

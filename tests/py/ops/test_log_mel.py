@@ -59,3 +59,14 @@ def test_transformers_style_graph_equals_whisper_feature_extractor():
         mine = session.run(None, {"waveform": wave[None]})[0]
         assert mine.shape == ref.shape == (1, 80, 3000)
         assert np.abs(mine - ref).max() < 1e-4, (what, np.abs(mine - ref).max())
+
+
+def test_speechlib_bins_follow_ort_extensions_8k_rule():
+    """ort-extensions' SpeechLibLogMel: 16 kHz reads all 257 bins; the 8 kHz STFT (129 bins)
+    under filters made for n_fft 512 reads the first 257 - 129 - 1 = 127; fewer filter
+    columns than bins is refused."""
+    from onnxpipe.ops.log_mel import speechlib_bins
+
+    assert speechlib_bins(512, 512) == 257 and speechlib_bins(256, 512) == 127
+    with pytest.raises(ValueError, match="fewer than the 257 bins"):
+        speechlib_bins(512, 256)
