@@ -1,0 +1,87 @@
+"""An onnxruntime-genai Qwen3-VL bundle (model.type "qwen3_vl": vision + embedding + decoder
+sections, tests/fixtures/genai_qwen3vl.py) loaded unchanged: greedy tokens agree with
+onnxruntime-genai 0.18's, with an image and without (margin rule, tests/agreement.py).
+The translation is qwen2_5_vl's; what differs is in the files: 16-pixel patches and mean/std
+0.5 in the processor file, the interleaved mRoPE layout inside the decoder graph."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import onnxpipe
+from onnxpipe.image import Image
+from onnxpipe.image.files import read_image
+from tests.agreement import assert_greedy_agrees
+from tests.fixtures import tiny_models
+from tests.fixtures.genai_qwen3vl import IMAGE
+
+TOLERANCE = 1e-3   # the same ONNX files as onnxruntime-genai: only feeds and positions could differ
+
+
+@pytest.fixture(scope="module")
+def bundle() -> Path:
+    return tiny_models.ensure("genai_qwen3vl")
+
+
+@pytest.fixture(scope="module")
+def expected(bundle) -> dict:
+    return json.loads((bundle / "expected.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def pipe(bundle):
+    return onnxpipe.load(bundle)
+
+
+def _image(bundle, expected) -> Image:
+    info = expected["image"]
+    return Image((bundle / "image.rgb").read_bytes(), info["width"], info["height"])
+
+
+def _agrees(result, case: dict) -> None:
+    assert len(result.tokens) == len(case["greedy_tokens"])
+    assert_greedy_agrees(result.tokens, case["greedy_tokens"], case["margins"], TOLERANCE)
+
+
+def test_bundle_is_genai_only(bundle):
+    assert (bundle / "genai_config.json").is_file() and not (bundle / "pipeline.json").exists()
+    assert json.loads((bundle / "genai_config.json").read_text())["model"]["type"] == "qwen3_vl"
+
+
+def test_image_prompt_gives_the_genai_tokens(pipe, bundle, expected):
+    case = expected["cases"]["image"]   # ids as onnxruntime-genai's processor expanded them
+    assert case["input_ids"].count(IMAGE) == 6   # a 64 x 96 image: 4 x 6 patches of 16, merged 2 x 2
+    result = pipe.generate(input_ids=case["input_ids"], images=[_image(bundle, expected)],
+                           max_new_tokens=expected["max_new_tokens"], do_sample=False)
+    _agrees(result, case)
+
+
+def test_prompt_text_and_png_give_the_genai_tokens(pipe, bundle, expected):
+    """The path onnxruntime-genai takes: the prompt text (one <|image_pad|>, expanded to the grid)
+    and the PNG file, decoded and cut into 16-pixel patch rows by onnxpipe's image graph."""
+    case = expected["cases"]["image"]
+    result = pipe.generate(prompt=case["prompt"], images=[read_image(str(bundle / expected["image"]["file"]))],
+                           max_new_tokens=expected["max_new_tokens"], do_sample=False)
+    assert result.prompt_tokens == len(case["input_ids"])
+    _agrees(result, case)
+
+
+def test_text_prompt_feeds_no_image_features(pipe, expected):
+    case = expected["cases"]["text"]
+    result = pipe.generate(input_ids=case["input_ids"], max_new_tokens=expected["max_new_tokens"],
+                           do_sample=False)
+    _agrees(result, case)
+
+
+def test_the_image_decides_the_tokens(pipe, bundle, expected):
+    """The same image upside down changes the tokens: the agreement above needs the features."""
+    case, info = expected["cases"]["image"], expected["image"]
+    rgb = (bundle / "image.rgb").read_bytes()
+    row = info["width"] * 3
+    flipped = b"".join(rgb[i:i + row] for i in range(len(rgb) - row, -1, -row))
+    result = pipe.generate(input_ids=case["input_ids"], images=[Image(flipped, info["width"], info["height"])],
+                           max_new_tokens=expected["max_new_tokens"], do_sample=False)
+    assert result.tokens != case["greedy_tokens"]
