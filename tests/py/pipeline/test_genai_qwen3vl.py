@@ -85,3 +85,25 @@ def test_the_image_decides_the_tokens(pipe, bundle, expected):
     result = pipe.generate(input_ids=case["input_ids"], images=[Image(flipped, info["width"], info["height"])],
                            max_new_tokens=expected["max_new_tokens"], do_sample=False)
     assert result.tokens != case["greedy_tokens"]
+
+
+def test_the_interleaved_layout_decides_the_tokens(bundle, expected, tmp_path):
+    """The same decoder with the sectioned mRoPE layout (Qwen2.5-VL's, mrope_layout 0) gives other
+    tokens: agreeing above (and in the browser) needs the runtime to honour Qwen3-VL's."""
+    import shutil
+
+    import onnx
+
+    dest = tmp_path / "bundle"
+    shutil.copytree(bundle, dest)
+    model = onnx.load(str(dest / "model.onnx"))
+    layouts = [a for n in model.graph.node if n.op_type == "MRotaryEmbedding" for a in n.attribute
+               if a.name == "mrope_layout"]
+    assert layouts and all(a.i == 1 for a in layouts)
+    for a in layouts:
+        a.i = 0
+    onnx.save(model, str(dest / "model.onnx"), save_as_external_data=True, location="model.onnx.data")
+    case = expected["cases"]["image"]
+    result = onnxpipe.load(dest).generate(input_ids=case["input_ids"], images=[_image(bundle, expected)],
+                                          max_new_tokens=expected["max_new_tokens"], do_sample=False)
+    assert result.tokens != case["greedy_tokens"]
