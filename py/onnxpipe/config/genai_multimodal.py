@@ -10,9 +10,9 @@ model.types "qwen2_5_vl" and "gemma3" are translated onto the vision-language fl
 (docs/vision-language.md): the vision session once per image, the embedding fed the image
 features through a ``merge`` into its input, the processor file read by
 image/ort_extensions.py; qwen2_5_vl with mrope_3d positions and Qwen2-VL patch rows (qwen3_vl
-the same: onnxruntime-genai runs both through one vision state, position rule and processor;
-the interleaved mRoPE layout lives inside the decoder graph, and no DeepStack features reach
-it), gemma3
+and qwen3_5 the same: onnxruntime-genai runs them through one vision state, position rule and
+processor; the interleaved mRoPE layout lives inside the decoder graph, no DeepStack features
+reach it, and Qwen3.5's conv / recurrent state is the decoder translation's), gemma3
 with ordinary positions, [1, 3, h, w] pixels and 256 <image_soft_token> per image (the count
 onnxruntime-genai's gemma_image_processor writes); phi3v (Phi-3 / Phi-3.5-vision) with ordinary
 positions, HD crops [1, 17, 3, 336, 336] and image_sizes per image, and the -1 placeholder ids
@@ -31,15 +31,15 @@ from .parse import describe
 
 SECTIONS = ("vision", "speech", "embedding")
 
-# the Qwen-VL family (genai's IsQwenVLFamily) beyond qwen2_5_vl / qwen3_vl: not checked against
+# the Qwen-VL family (genai's IsQwenVLFamily) beyond the translated ones: not checked against
 # onnxruntime-genai
-_QWEN_VL = ("(only model.types qwen2_5_vl and qwen3_vl are translated, the ones checked against "
-            "onnxruntime-genai by tests/fixtures/genai_qwen25_vl.py and genai_qwen3vl.py; this "
-            "type's vision session and positions are not)")
-TRANSLATED = ("qwen2_5_vl", "qwen3_vl", "gemma3", "phi3v")   # onto the vision-language flow by translate()
+_QWEN_VL = ("(only model.types qwen2_5_vl, qwen3_vl and qwen3_5 are translated, the ones checked "
+            "against onnxruntime-genai by tests/fixtures/genai_qwen25_vl.py and genai_qwen3vl.py; "
+            "this type's vision session and positions are not)")
+# onto the vision-language flow by translate() below
+TRANSLATED = ("qwen2_5_vl", "qwen3_vl", "qwen3_5", "gemma3", "phi3v")
 # model.type -> (the section that needs the missing feature, the feature)
 _VISION_TYPES = {
-    "qwen3_5": ("vision", "Qwen3.5 image input " + _QWEN_VL),
     "qwen3_5_moe": ("vision", "Qwen3.5-MoE image input " + _QWEN_VL),
     "fara": ("vision", "Fara (Qwen-VL family) image input " + _QWEN_VL),
     "mistral3": ("vision", "Pixtral images: pixel_values [images, 3, height, width] with "
@@ -93,8 +93,8 @@ def check(model: dict[str, Any], file: str) -> None:
                   "inputs_embeds", file, "$.model.embedding")
 
 
-# keys onnxruntime-genai reads in each section of a qwen2_5_vl (or qwen3_vl) bundle, and what
-# onnxpipe does with them; vision.patch_size / window_size / tokens_per_second only matter to its QNN pipeline and
+# keys onnxruntime-genai reads in each section of a qwen2_5_vl (qwen3_vl, qwen3_5) bundle, and
+# what onnxpipe does with them; vision.patch_size / window_size / tokens_per_second only matter to its QNN pipeline and
 # video positions (genai's config.h), so they don't change what runs here
 _VISION_KEYS = ("filename", "config_filename", "spatial_merge_size", "patch_size", "window_size",
                 "tokens_per_second", "session_options", "inputs", "outputs")

@@ -44,13 +44,12 @@ def refusal(g, file="genai_config.json"):
     return exc
 
 
-@pytest.mark.parametrize("kind, name", [("qwen3_5", "Qwen3.5"), ("qwen3_5_moe", "Qwen3.5-MoE"),
-                                        ("fara", "Fara (Qwen-VL family)")])
+@pytest.mark.parametrize("kind, name", [("qwen3_5_moe", "Qwen3.5-MoE"), ("fara", "Fara (Qwen-VL family)")])
 def test_qwen_vl_family_beyond_qwen25_vl(kind, name):
     exc = refusal(bundle(kind, embedding=EMBEDDING, vision=VISION))
     assert exc.path == "$.model.vision"
-    assert f'model.type "{kind}": {name} image input (only model.types qwen2_5_vl and qwen3_vl are ' \
-           "translated" in exc.message
+    assert f'model.type "{kind}": {name} image input (only model.types qwen2_5_vl, qwen3_vl and qwen3_5 ' \
+           "are translated" in exc.message
 
 
 @pytest.mark.parametrize("kind, path, text", [
@@ -102,7 +101,7 @@ def test_unknown_type_with_vision_or_embedding_only():
 
 
 def test_type_section_missing_falls_back_to_the_present_one():
-    exc = refusal(bundle("qwen3_5", embedding=EMBEDDING))   # no vision section
+    exc = refusal(bundle("qwen3_5_moe", embedding=EMBEDDING))   # no vision section
     assert exc.path == "$.model.embedding"
 
 
@@ -121,7 +120,7 @@ def translated(g):
     return doc
 
 
-@pytest.mark.parametrize("kind", ["qwen2_5_vl", "qwen3_vl"])   # one translation (genai runs both alike)
+@pytest.mark.parametrize("kind", ["qwen2_5_vl", "qwen3_vl", "qwen3_5"])   # one translation, as in genai
 def test_qwen25_vl_translation(kind):
     doc = translated(qwen25(kind))
     pipeline = doc["pipeline"]

@@ -1,8 +1,9 @@
-"""An onnxruntime-genai Qwen3-VL bundle (model.type "qwen3_vl": vision + embedding + decoder
-sections, tests/fixtures/genai_qwen3vl.py) loaded unchanged: greedy tokens agree with
-onnxruntime-genai 0.18's, with an image and without (margin rule, tests/agreement.py).
+"""onnxruntime-genai Qwen3-VL and Qwen3.5 bundles (model.types "qwen3_vl" and "qwen3_5": vision +
+embedding + decoder sections, tests/fixtures/genai_qwen3vl.py) loaded unchanged: greedy tokens
+agree with onnxruntime-genai 0.18's, with an image and without (margin rule, tests/agreement.py).
 The translation is qwen2_5_vl's; what differs is in the files: 16-pixel patches and mean/std
-0.5 in the processor file, the interleaved mRoPE layout inside the decoder graph."""
+0.5 in the processor file, the interleaved mRoPE layout inside the decoder graph (Qwen3.5: and
+the conv / recurrent state of its Gated DeltaNet layer, as for its text-only bundles)."""
 
 from __future__ import annotations
 
@@ -21,9 +22,9 @@ from tests.fixtures.genai_qwen3vl import IMAGE
 TOLERANCE = 1e-3   # the same ONNX files as onnxruntime-genai: only feeds and positions could differ
 
 
-@pytest.fixture(scope="module")
-def bundle() -> Path:
-    return tiny_models.ensure("genai_qwen3vl")
+@pytest.fixture(scope="module", params=["genai_qwen3vl", "genai_qwen35_vl"])
+def bundle(request) -> Path:
+    return tiny_models.ensure(request.param)
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +49,8 @@ def _agrees(result, case: dict) -> None:
 
 def test_bundle_is_genai_only(bundle):
     assert (bundle / "genai_config.json").is_file() and not (bundle / "pipeline.json").exists()
-    assert json.loads((bundle / "genai_config.json").read_text())["model"]["type"] == "qwen3_vl"
+    kind = {"genai_qwen3vl": "qwen3_vl", "genai_qwen35_vl": "qwen3_5"}[bundle.name]
+    assert json.loads((bundle / "genai_config.json").read_text())["model"]["type"] == kind
 
 
 def test_image_prompt_gives_the_genai_tokens(pipe, bundle, expected):
@@ -63,7 +65,8 @@ def test_prompt_text_and_png_give_the_genai_tokens(pipe, bundle, expected):
     """The path onnxruntime-genai takes: the prompt text (one <|image_pad|>, expanded to the grid)
     and the PNG file, decoded and cut into 16-pixel patch rows by onnxpipe's image graph."""
     case = expected["cases"]["image"]
-    result = pipe.generate(prompt=case["prompt"], images=[read_image(str(bundle / expected["image"]["file"]))],
+    image = read_image(str(bundle / expected["image"]["file"]))
+    result = pipe.generate(prompt=case["prompt"], images=[image],
                            max_new_tokens=expected["max_new_tokens"], do_sample=False)
     assert result.prompt_tokens == len(case["input_ids"])
     _agrees(result, case)
@@ -82,14 +85,15 @@ def test_the_image_decides_the_tokens(pipe, bundle, expected):
     rgb = (bundle / "image.rgb").read_bytes()
     row = info["width"] * 3
     flipped = b"".join(rgb[i:i + row] for i in range(len(rgb) - row, -1, -row))
-    result = pipe.generate(input_ids=case["input_ids"], images=[Image(flipped, info["width"], info["height"])],
+    image = Image(flipped, info["width"], info["height"])
+    result = pipe.generate(input_ids=case["input_ids"], images=[image],
                            max_new_tokens=expected["max_new_tokens"], do_sample=False)
     assert result.tokens != case["greedy_tokens"]
 
 
 def test_the_interleaved_layout_decides_the_tokens(bundle, expected, tmp_path):
     """The same decoder with the sectioned mRoPE layout (Qwen2.5-VL's, mrope_layout 0) gives other
-    tokens: agreeing above (and in the browser) needs the runtime to honour Qwen3-VL's."""
+    tokens: agreeing above (and in the browser) needs the runtime to honour the interleaved one."""
     import shutil
 
     import onnx
