@@ -40,6 +40,8 @@ _QWEN_VL = ("(only model.types qwen2_5_vl, qwen3_vl and qwen3_5 are translated, 
 TRANSLATED = ("qwen2_5_vl", "qwen3_vl", "qwen3_5", "gemma3", "phi3v")
 # model.type -> (the section that needs the missing feature, the feature)
 _VISION_TYPES = {
+    "qwen3vl": ("vision", 'Qwen3-VL under the name onnxruntime-genai 0.18\'s builder writes (its runtime '
+                          'refuses it too: "Unsupported model_type"; genai runs model.type "qwen3_vl")'),
     "qwen3_5_moe": ("vision", "Qwen3.5-MoE image input " + _QWEN_VL),
     "fara": ("vision", "Fara (Qwen-VL family) image input " + _QWEN_VL),
     "mistral3": ("vision", "Pixtral images: pixel_values [images, 3, height, width] with "

@@ -56,6 +56,7 @@ def test_qwen_vl_family_beyond_qwen25_vl(kind, name):
     ("mistral3", "$.model.vision", "Pixtral images"),
     ("videochat_flash_qwen", "$.model.vision", "VideoChat-Flash video frames"),
     ("gemma4", "$.model.vision", "Gemma 4 images"),
+    ("qwen3vl", "$.model.vision", "Qwen3-VL under the name onnxruntime-genai 0.18's builder writes"),
 ])
 def test_vision_types_name_their_feature(kind, path, text):
     exc = refusal(bundle(kind, embedding=EMBEDDING, vision=VISION))
