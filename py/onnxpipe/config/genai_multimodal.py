@@ -96,8 +96,9 @@ def check(model: dict[str, Any], file: str) -> None:
 
 
 # keys onnxruntime-genai reads in each section of a qwen2_5_vl (qwen3_vl, qwen3_5) bundle, and
-# what onnxpipe does with them; vision.patch_size / window_size / tokens_per_second only matter to its QNN pipeline and
-# video positions (genai's config.h), so they don't change what runs here
+# what onnxpipe does with them; vision.patch_size / window_size / tokens_per_second only matter to
+# its QNN pipeline, video positions (genai's config.h) and its own patching of a processor list
+# without PatchImage (refused by image/ort_extensions.py), so they don't change what runs here
 _VISION_KEYS = ("filename", "config_filename", "spatial_merge_size", "patch_size", "window_size",
                 "tokens_per_second", "session_options", "inputs", "outputs")
 _VISION_INPUTS = ("pixel_values", "image_grid_thw")
