@@ -1,16 +1,17 @@
-// onnxruntime-genai Qwen2.5-VL, Gemma 3, Phi-3-vision, Phi-4-multimodal and Gemma 4 bundles
-// (genai_config.json with vision + embedding sections, tests/fixtures/genai_qwen25_vl.py,
-// genai_gemma3.py, genai_phi3v.py, genai_phi4mm.py, genai_gemma4.py) loaded
+// onnxruntime-genai Qwen2.5-VL, Qwen3-VL, Gemma 3, Phi-3-vision, Phi-4-multimodal and Gemma 4
+// bundles (genai_config.json with vision + embedding sections, tests/fixtures/genai_qwen25_vl.py,
+// genai_qwen3vl.py, genai_gemma3.py, genai_phi3v.py, genai_phi4mm.py, genai_gemma4.py) loaded
 // unchanged by the REAL runtime worker: the worker
 // decodes the PNG, the image graph runs in onnxruntime-web, the embedding session is fed the
-// image features, decoder positions are mRoPE (Qwen) or ordinary (Gemma 3, whose pixels are
+// image features, decoder positions are mRoPE (Qwen; Qwen3-VL's decoder interleaves the axes)
+// or ordinary (Gemma 3, whose pixels are
 // [1, 3, h, w], one image resized; Phi-3-vision: HD crops, its prompt text with <|image_1|>
 // expanded to -1 ids; Phi-4-multimodal: dynamic crops with masks, <|image_1|> as id 200010;
 // Gemma 4: patch rows and pixel_position_ids, a soft-token count per image); the greedy tokens
 // equal the native run on the same file
 // (`python -m onnxpipe run --image`), which agrees with onnxruntime-genai
-// (tests/py/pipeline/test_genai_qwen25_vl.py, test_genai_gemma3.py, test_genai_phi3v.py,
-// test_genai_phi4mm.py, test_genai_gemma4.py).
+// (tests/py/pipeline/test_genai_qwen25_vl.py, test_genai_qwen3vl.py, test_genai_gemma3.py,
+// test_genai_phi3v.py, test_genai_phi4mm.py, test_genai_gemma4.py).
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
@@ -59,6 +60,8 @@ test(title, { timeout: TIMEOUTS.file }, async (t) => {
 
 checkGenaiVision('genai_qwen25_vl', 'genai-vl',
   'worker: a genai qwen2_5_vl bundle gives the native greedy tokens with an image and without');
+checkGenaiVision('genai_qwen3vl', 'genai-qwen3vl',
+  'worker: a genai qwen3_vl bundle gives the native greedy tokens with an image and without');
 checkGenaiVision('genai_gemma3', 'genai-gemma3',
   'worker: a genai gemma3 bundle gives the native greedy tokens with an image, a resized one and without');
 checkGenaiVision('genai_phi3v', 'genai-phi3v',

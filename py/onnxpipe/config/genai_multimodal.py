@@ -9,7 +9,10 @@ PatchImage).
 model.types "qwen2_5_vl" and "gemma3" are translated onto the vision-language flow
 (docs/vision-language.md): the vision session once per image, the embedding fed the image
 features through a ``merge`` into its input, the processor file read by
-image/ort_extensions.py; qwen2_5_vl with mrope_3d positions and Qwen2-VL patch rows, gemma3
+image/ort_extensions.py; qwen2_5_vl with mrope_3d positions and Qwen2-VL patch rows (qwen3_vl
+and qwen3_5 the same: onnxruntime-genai runs them through one vision state, position rule and
+processor; the interleaved mRoPE layout lives inside the decoder graph, no DeepStack features
+reach it, and Qwen3.5's conv / recurrent state is the decoder translation's), gemma3
 with ordinary positions, [1, 3, h, w] pixels and 256 <image_soft_token> per image (the count
 onnxruntime-genai's gemma_image_processor writes); phi3v (Phi-3 / Phi-3.5-vision) with ordinary
 positions, HD crops [1, 17, 3, 336, 336] and image_sizes per image, and the -1 placeholder ids
@@ -32,14 +35,17 @@ from .parse import describe
 
 SECTIONS = ("vision", "speech", "embedding")
 
-# the Qwen-VL family (genai's IsQwenVLFamily) beyond qwen2_5_vl: not checked against onnxruntime-genai
-_QWEN_VL = ("(only model.type qwen2_5_vl is translated, the one checked against onnxruntime-genai "
-            "by tests/fixtures/genai_qwen25_vl.py; this type's vision session and positions are not)")
-TRANSLATED = ("qwen2_5_vl", "gemma3", "phi3v", "phi4mm", "gemma4")   # onto the vision-language flow by translate() below
+# the Qwen-VL family (genai's IsQwenVLFamily) beyond the translated ones: not checked against
+# onnxruntime-genai
+_QWEN_VL = ("(only model.types qwen2_5_vl, qwen3_vl and qwen3_5 are translated, the ones checked "
+            "against onnxruntime-genai by tests/fixtures/genai_qwen25_vl.py and genai_qwen3vl.py; "
+            "this type's vision session and positions are not)")
+# onto the vision-language flow by translate() below
+TRANSLATED = ("qwen2_5_vl", "qwen3_vl", "qwen3_5", "gemma3", "phi3v", "phi4mm", "gemma4")
 # model.type -> (the section that needs the missing feature, the feature)
 _VISION_TYPES = {
-    "qwen3_vl": ("vision", "Qwen3-VL image input " + _QWEN_VL),
-    "qwen3_5": ("vision", "Qwen3.5 image input " + _QWEN_VL),
+    "qwen3vl": ("vision", 'Qwen3-VL under the name onnxruntime-genai 0.18\'s builder writes (its runtime '
+                          'refuses it too: "Unsupported model_type"; genai runs model.type "qwen3_vl")'),
     "qwen3_5_moe": ("vision", "Qwen3.5-MoE image input " + _QWEN_VL),
     "fara": ("vision", "Fara (Qwen-VL family) image input " + _QWEN_VL),
     "mistral3": ("vision", "Pixtral images: pixel_values [images, 3, height, width] with "
@@ -107,9 +113,10 @@ def check(model: dict[str, Any], file: str) -> None:
                   "inputs_embeds", file, "$.model.embedding")
 
 
-# keys onnxruntime-genai reads in each section of a qwen2_5_vl bundle, and what onnxpipe does with
-# them; vision.patch_size / window_size / tokens_per_second only matter to its QNN pipeline and
-# video positions (genai's config.h), so they don't change what runs here
+# keys onnxruntime-genai reads in each section of a qwen2_5_vl (qwen3_vl, qwen3_5) bundle, and
+# what onnxpipe does with them; vision.patch_size / window_size / tokens_per_second only matter to
+# its QNN pipeline, video positions (genai's config.h) and its own patching of a processor list
+# without PatchImage (refused by image/ort_extensions.py), so they don't change what runs here
 _VISION_KEYS = ("filename", "config_filename", "spatial_merge_size", "patch_size", "window_size",
                 "tokens_per_second", "session_options", "inputs", "outputs")
 _VISION_INPUTS = ("pixel_values", "image_grid_thw")
@@ -165,7 +172,7 @@ def _soft_token(file: str, kind: str = "gemma3", content: str = "<image_soft_tok
 
 def translate(model: dict[str, Any], doc: dict[str, Any], file: str) -> dict[str, Any]:
     """The decoder-only translation ``doc`` of a bundle with model.vision / model.embedding,
-    extended to the vision-language flow (model.type "qwen2_5_vl"); unchanged without them."""
+    extended to the vision-language flow (model.types in TRANSLATED); unchanged without them."""
     if not any(s in model for s in SECTIONS):
         return doc
     kind = model["type"]

@@ -45,17 +45,18 @@ def refusal(g, file="genai_config.json"):
     return exc
 
 
-@pytest.mark.parametrize("kind, name", [("qwen3_vl", "Qwen3-VL"), ("qwen3_5", "Qwen3.5"),
-                                        ("qwen3_5_moe", "Qwen3.5-MoE"), ("fara", "Fara (Qwen-VL family)")])
+@pytest.mark.parametrize("kind, name", [("qwen3_5_moe", "Qwen3.5-MoE"), ("fara", "Fara (Qwen-VL family)")])
 def test_qwen_vl_family_beyond_qwen25_vl(kind, name):
     exc = refusal(bundle(kind, embedding=EMBEDDING, vision=VISION))
     assert exc.path == "$.model.vision"
-    assert f'model.type "{kind}": {name} image input (only model.type qwen2_5_vl is translated' in exc.message
+    assert f'model.type "{kind}": {name} image input (only model.types qwen2_5_vl, qwen3_vl and qwen3_5 ' \
+           "are translated" in exc.message
 
 
 @pytest.mark.parametrize("kind, path, text", [
     ("mistral3", "$.model.vision", "Pixtral images"),
     ("videochat_flash_qwen", "$.model.vision", "VideoChat-Flash video frames"),
+    ("qwen3vl", "$.model.vision", "Qwen3-VL under the name onnxruntime-genai 0.18's builder writes"),
 ])
 def test_vision_types_name_their_feature(kind, path, text):
     exc = refusal(bundle(kind, embedding=EMBEDDING, vision=VISION))
@@ -113,14 +114,14 @@ def test_unknown_type_with_vision_or_embedding_only():
 
 
 def test_type_section_missing_falls_back_to_the_present_one():
-    exc = refusal(bundle("qwen3_vl", embedding=EMBEDDING))   # no vision section
+    exc = refusal(bundle("qwen3_5_moe", embedding=EMBEDDING))   # no vision section
     assert exc.path == "$.model.embedding"
 
 
 # ---- model.type "qwen2_5_vl": translated onto the vision-language flow
 
-def qwen25(**model):
-    g = bundle("qwen2_5_vl", embedding=EMBEDDING, vision=VISION)
+def qwen25(kind="qwen2_5_vl", **model):
+    g = bundle(kind, embedding=EMBEDDING, vision=VISION)
     g["model"].update(image_token_id=151655, **model)
     return g
 
@@ -132,8 +133,9 @@ def translated(g):
     return doc
 
 
-def test_qwen25_vl_translation():
-    doc = translated(qwen25())
+@pytest.mark.parametrize("kind", ["qwen2_5_vl", "qwen3_vl", "qwen3_5"])   # one translation, as in genai
+def test_qwen25_vl_translation(kind):
+    doc = translated(qwen25(kind))
     pipeline = doc["pipeline"]
     assert pipeline["sessions"] == {"vision": {"file": "vision.onnx"}, "embedding": {"file": "embedding.onnx"},
                                     "decoder": {"file": "model.onnx"}}
