@@ -40,8 +40,8 @@ export interface VoiceView {
 const REPLY_PARAMS: Partial<ChatParams> = { temperature: 0, max_completion_tokens: 160, repetition_penalty: 1.1 };
 /** Utterances shorter than this are coughs and clicks, not questions. */
 const MIN_SPEECH_S = 0.25;
-/** Speech that resumes within this many ms of the end the VAD decided, while nothing of the
- * reply is heard yet, continues the same question (a pause mid-question is not its end): the
+/** Speech that resumes within this many ms of the end of speech, having begun before any of the
+ * reply was heard, continues the same question (a pause mid-question is not its end): the
  * turn begun on the first part is dropped and the whole utterance is transcribed. The VAD's
  * hangover stays short for the answer's sake (docs/voice.md, "End of speech"). */
 export const CONTINUE_MS = 1500;
@@ -255,8 +255,10 @@ export class VoiceController {
     const phase = this.turnMachine.phase;
     const last = this.utterance;
     const current = this.current;
-    if (last && current && last.turn === current.turn && (phase === 'transcribing' || phase === 'thinking')
-        && startedAt - last.endedAt <= CONTINUE_MS) {
+    // speech that began before any of the reply was heard cannot be a reaction to it
+    const firstAudio = current?.timeline.at('first_audio');
+    if (last && current && last.turn === current.turn && INTERRUPTIBLE.has(phase)
+        && startedAt - last.endedAt <= CONTINUE_MS && (firstAudio === undefined || startedAt <= firstAudio)) {
       // a pause, not the end: the question goes on, and is answered whole
       this.dropTurn();
       this.joining = { startS: last.startS, joined: last.joined + 1 };
@@ -371,8 +373,9 @@ export class VoiceController {
       if (this.transcribing === transcribing) this.transcribing = null;
     }
     if (!this.turnMachine.live(turn)) return;
-    timeline.mark('transcript');
-    timeline.end('transcript');
+    const transcribed = performance.now();
+    timeline.mark('transcript', transcribed);
+    timeline.end('transcript', transcribed);
     record.transcript = text;
     this.showLatency();
     if (!/[\p{L}\p{N}]/u.test(text)) return this.endTurn(turn, 'empty');
@@ -386,8 +389,9 @@ export class VoiceController {
     const splitter = new SentenceSplitter({ firstMaxChars: 40, firstClauseMinChars: FIRST_CLAUSE_MIN_CHARS });
     const speak = (sentence: string) => {
       if (!timeline.has('first_audio')) {
-        timeline.end('first_clause');
-        timeline.begin('voice');
+        const at = performance.now();
+        timeline.end('first_clause', at);
+        timeline.begin('voice', at);
       }
       this.speech.add(sentence);
     };
@@ -417,10 +421,11 @@ export class VoiceController {
             written += token;
             if (!this.turnMachine.live(turn)) continue;
             if (!timeline.has('first_token')) {
-              timeline.mark('first_token');
-              timeline.end('first_token');
-              timeline.begin('first_clause');
-              timeline.begin('reply');
+              const at = performance.now();
+              timeline.mark('first_token', at);
+              timeline.end('first_token', at);
+              timeline.begin('first_clause', at);
+              timeline.begin('reply', at);
               this.showLatency();
             }
             record.reply += token;

@@ -55,6 +55,11 @@ export class TurnTimeline {
     return this.marks.has(stage);
   }
 
+  /** When ``stage`` was reached (performance.now() ms), if it was. */
+  at(stage: Stage): number | undefined {
+    return this.marks.get(stage);
+  }
+
   /** A span began (once: later calls keep the first start). */
   begin(span: Span, at = performance.now()): void {
     if (!this.spans.has(span)) this.spans.set(span, [at, null]);
