@@ -218,6 +218,7 @@ export class VoiceController {
       const samples = await this.vad.take(await from);
       const timeline = new TurnTimeline(speechEnd);
       timeline.mark('vad', speechEnd); // the button said so: nothing to wait for
+      timeline.span('vad', speechEnd, speechEnd);
       timeline.span('speech', this.speechStartAt, speechEnd);
       await this.runTurn(samples, timeline);
     } catch (error) {
@@ -283,7 +284,9 @@ export class VoiceController {
     // the VAD decides after some silence: the user stopped talking `lagMs` before this event
     const speechEnd = performance.now() - end.lagMs;
     const timeline = new TurnTimeline(speechEnd);
-    timeline.mark('vad');
+    const decided = performance.now();
+    timeline.mark('vad', decided);
+    timeline.span('vad', speechEnd, decided);
     timeline.span('speech', this.speechStartAt, speechEnd);
     const joining = this.joining;
     this.joining = null;
