@@ -64,6 +64,20 @@ test('the first piece may be cut sooner (firstMaxChars), the later ones are not'
   assert.equal(out.join(' '), text.trim());
 });
 
+test('the first piece goes out at its first clause break past firstClauseMinChars', () => {
+  const text = 'Sure, the capital of France is Paris, a city of light, art and food. It is big, and old.';
+  for (const step of [1, 3, 7]) {
+    const out = split(text, step, { firstMaxChars: 40, firstClauseMinChars: 20 });
+    // "Sure," is too short to say alone; the clause after it is not
+    assert.deepEqual(out.map((x) => x.sentence), ['Sure, the capital of France is Paris,', 'a city of light, art and food.', 'It is big, and old.'], `step ${step}`);
+    if (step === 1) assert.equal(out[0].pushed, 'Sure, the capital of France is Paris, '.length, 'out as soon as the break is confirmed');
+  }
+  // text that arrives with its sentence already complete goes out as that sentence
+  assert.equal(split(text, 1000, { firstClauseMinChars: 20 })[0].sentence, 'Sure, the capital of France is Paris, a city of light, art and food.');
+  // a sentence that ends before any long-enough clause goes out whole, as before
+  assert.deepEqual(split('Yes, it is. Then more.', 1, { firstClauseMinChars: 20 }).map((x) => x.sentence), ['Yes, it is.', 'Then more.']);
+});
+
 test('speakable drops markdown a voice should not read', () => {
   assert.equal(m.speakable('**Paris** is the `capital`.'), 'Paris is the capital.');
   assert.equal(m.speakable('- a [link](http://x.y) here'), 'a link here');

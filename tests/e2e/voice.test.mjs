@@ -5,7 +5,7 @@
 //    stages come in order;
 // 2. barge-in: with a scripted microphone (the page's capture path unchanged), a second
 //    question spoken while the first reply plays stops the playback and the writing, and is
-//    answered itself;
+//    answered itself; then a question said with a 1 s pause in its middle is one question;
 // 3. Stop while the question is being transcribed: no page error, nothing of that question shows
 //    up later, and the next Start answers; the empty conversation's line follows the page;
 // 4. push to talk: speech without the button starts nothing; held, it is the question;
@@ -21,7 +21,7 @@ import { ROOT, launchPersistent, siteDir, startServer } from './lib/browser.mjs'
 import { recordStates, recordedStates } from './lib/page-states.mjs';
 import { TIMEOUTS } from './lib/timeouts.mjs';
 import {
-  fakeMicWav, installScriptedMicrophone, normalizeText, openVoicePage, renderSpeech, say, startListening, turnsDone,
+  fakeMicWav, installScriptedMicrophone, joinWavs, normalizeText, openVoicePage, renderSpeech, say, startListening, turnsDone,
   voiceState, waitVoice,
 } from './lib/voice.mjs';
 
@@ -37,6 +37,8 @@ const TURN_MS = Math.round(180_000 * SLOW);
 const QUESTION = 'What is the capital of France?';
 const STORY = 'Tell me a long story about a brave knight and a dragon.';
 const FOLLOW_UP = 'What color is the sky?';
+// said in two parts with a second of silence between (the VAD ends speech after 400 ms)
+const PAUSED = ['How many legs', 'does a spider have?'];
 
 const WORK = path.join(ROOT, 'build', 'e2e', `voice-${process.pid}`);
 let server, profile, mic, wavs, visit, firstTurn;
@@ -47,6 +49,8 @@ before(() => {
     question: renderSpeech(QUESTION, path.join(WORK, 'question.wav')),
     story: renderSpeech(STORY, path.join(WORK, 'story.wav')),
     followUp: renderSpeech(FOLLOW_UP, path.join(WORK, 'follow-up.wav')),
+    pausedA: renderSpeech(PAUSED[0], path.join(WORK, 'paused-a.wav')),
+    pausedB: renderSpeech(PAUSED[1], path.join(WORK, 'paused-b.wav')),
   };
   mic = fakeMicWav(wavs.question, path.join(WORK, 'mic.wav'));
   profile = fs.mkdtempSync(path.join(os.tmpdir(), 'onnxpipe-e2e-voice-'));
@@ -58,8 +62,28 @@ after(async () => {
   fs.rmSync(WORK, { recursive: true, force: true });
 });
 
+/** The timeline of a whole turn (web/src/voice/latency.ts): every stage and the work behind it,
+ * in the order the data allows: the prefill (while the user spoke) before the reply's own call,
+ * the transcript after the end was detected, the first clause to the voice after the first token,
+ * and playback when the voice's first audio came. */
+function checkTimeline(turn) {
+  const l = turn.latencyMs;
+  for (const stage of ['vad', 'transcript', 'first_token', 'first_audio']) assert.ok(Number.isFinite(l[stage]), `no ${stage} latency: ${JSON.stringify(l)}`);
+  assert.ok(l.vad <= l.transcript && l.transcript <= l.first_token && l.first_token <= l.first_audio, JSON.stringify(l));
+  const s = turn.spansMs;
+  const all = ['speech', 'prefill', 'vad', 'transcript', 'first_token', 'first_clause', 'voice', 'reply'];
+  for (const span of all) assert.ok(s[span] && s[span].every(Number.isFinite) && s[span][0] <= s[span][1], `span ${span}: ${JSON.stringify(s)}`);
+  assert.ok(s.speech[1] === 0 && s.speech[0] < 0, `speech ${JSON.stringify(s.speech)}`);
+  assert.ok(s.prefill[0] < 0 && s.speech[0] <= s.prefill[0], `the prefill starts while the user speaks: ${JSON.stringify(s)}`);
+  assert.ok(s.vad[0] === 0 && s.vad[1] === l.vad, `vad ${JSON.stringify(s.vad)}`);
+  assert.ok(s.prefill[1] <= s.first_token[0] + 1, `the reply's call follows the prefill: ${JSON.stringify(s)}`);
+  assert.ok(s.transcript[0] >= l.vad - 1 && s.transcript[1] === l.transcript && s.first_token[0] >= l.transcript - 1 && s.first_token[1] === l.first_token, JSON.stringify(s));
+  assert.ok(s.first_clause[0] === l.first_token && s.first_clause[1] === s.voice[0] && s.voice[1] === l.first_audio, JSON.stringify(s));
+  assert.ok(turn.cachedTokens > 0 && turn.cachedTokens < turn.promptTokens, `the prefill left ${turn.cachedTokens} of ${turn.promptTokens} prompt tokens in the state`);
+}
+
 /** The checks of a whole answered turn of the France question; ``vadMs``: the bounds of the
- * end-of-speech detection (hands-free: the VAD waits for 500 ms of silence, min_silence_ms). */
+ * end-of-speech detection (hands-free: the VAD waits for 400 ms of silence, min_silence_ms). */
 function checkAnsweredTurn(turn, { vadMs = [300, 5000] } = {}) {
   assert.equal(turn.finish, 'done', JSON.stringify(turn));
   assert.equal(normalizeText(turn.transcript), normalizeText(QUESTION), `transcript "${turn.transcript}"`);
@@ -68,8 +92,7 @@ function checkAnsweredTurn(turn, { vadMs = [300, 5000] } = {}) {
   // heard to the end: what was played is what the voice made
   assert.ok(Math.abs(turn.replyAudioSeconds - turn.madeAudioSeconds) < 0.05, `heard ${turn.replyAudioSeconds} s of ${turn.madeAudioSeconds} s`);
   const l = turn.latencyMs;
-  for (const stage of ['vad', 'transcript', 'first_token', 'first_audio']) assert.ok(Number.isFinite(l[stage]), `no ${stage} latency: ${JSON.stringify(l)}`);
-  assert.ok(l.vad <= l.transcript && l.transcript <= l.first_token && l.first_token <= l.first_audio, JSON.stringify(l));
+  checkTimeline(turn);
   assert.ok(l.vad >= vadMs[0] && l.vad <= vadMs[1], `end of speech detected after ${l.vad} ms`);
 }
 
@@ -89,6 +112,9 @@ test('voice chat: a spoken question is transcribed, answered and spoken', { time
     assert.equal(await page.getByTestId('voice-transcript').first().textContent(), firstTurn.transcript);
     assert.match(await page.getByTestId('voice-reply').first().textContent(), /paris/i);
     assert.notEqual(await page.getByTestId('voice-latency-first_audio').textContent(), '–');
+    // and the timeline of the work behind it, one bar per span of the turn record
+    const drawn = await page.getByTestId('voice-timeline').locator('li').evaluateAll((items) => items.map((li) => li.dataset.span));
+    assert.deepEqual(drawn, Object.keys(firstTurn.spansMs), 'the timeline draws every span');
     // the meter saw the question (the worklet's RMS reached the page)
     assert.ok(Number(await page.getByTestId('voice-level').getAttribute('data-rms')) >= 0);
     // a bundle that is no voice-activity detector refuses to listen, with a clear error
@@ -113,7 +139,7 @@ test('voice chat: a spoken question is transcribed, answered and spoken', { time
   }
 });
 
-test('voice chat: speaking during the reply stops it and is answered (barge-in)', { timeout: TEST_MS }, async (t) => {
+test('voice chat: speaking during the reply stops it and is answered (barge-in); a pause is not an end', { timeout: TEST_MS }, async (t) => {
   if (missing.length) return t.skip(skipWhy);
   if (!visit) return t.skip('needs the first test');
   const page = await openVoicePage(visit.context, server.url, { prepare: installScriptedMicrophone });
@@ -135,6 +161,8 @@ test('voice chat: speaking during the reply stops it and is answered (barge-in)'
       `heard ${story.replyAudioSeconds} s of ${story.madeAudioSeconds} s made`);
     // speech_start needs min_speech_ms (250 ms) of speech, plus the chunks' trip
     assert.ok(cutMs < 5000 * SLOW, `the reply ran on for ${cutMs.toFixed(0)} ms after the user spoke`);
+    // the page's own figure: from the start of the speech over the reply to the playback stopped
+    assert.ok(story.bargeInMs > 0 && story.bargeInMs < 5000 * SLOW, `barge-in ${story.bargeInMs} ms`);
     // nothing of the stopped reply is heard any more, and the new question is answered
     const done = await waitVoice(page, "(s) => s.turns.length >= 2 && s.phase === 'listening'", { timeout: TURN_MS, what: 'follow-up turn' });
     const followUp = done.turns[1];
@@ -142,8 +170,21 @@ test('voice chat: speaking during the reply stops it and is answered (barge-in)'
     assert.equal(normalizeText(followUp.transcript), normalizeText(FOLLOW_UP), `transcript "${followUp.transcript}"`);
     assert.ok(followUp.replyAudioSeconds > 0, 'the follow-up reply is heard');
     assert.equal((await voiceState(page)).turns[0].replyAudioSeconds, story.replyAudioSeconds, 'the stopped reply stayed stopped');
+
+    // a question with a 1 s pause in its middle: the VAD ends speech at the pause, the page
+    // joins the two parts again when speech resumes (controller CONTINUE_MS)
+    const paused = joinWavs([wavs.pausedA, { silence: 1.0 }, wavs.pausedB], path.join(WORK, 'paused.wav'));
+    await say(page, paused.path);
+    const whole = await waitVoice(page, "(s) => s.turns.length >= 3 && s.phase === 'listening' && !s.playing", { timeout: TURN_MS, what: 'paused question' });
+    assert.equal(whole.turns.length, 3, `cut in two: ${JSON.stringify(whole.turns.slice(2).map((x) => x.transcript))}`);
+    const pausedTurn = whole.turns[2];
+    assert.equal(pausedTurn.finish, 'done', JSON.stringify(pausedTurn));
+    assert.equal(normalizeText(pausedTurn.transcript), normalizeText(PAUSED.join(' ')), `transcript "${pausedTurn.transcript}"`);
+    assert.equal(await page.getByTestId('voice-transcript').count(), 3, 'the first part alone stayed on the page');
+    checkTimeline(pausedTurn);
+    console.log(`# paused question: "${pausedTurn.transcript}" (the VAD's cut joined again ${pausedTurn.joined} time(s)) -> "${pausedTurn.reply}"`);
     console.log(`# barge-in: story reply cut after ${story.replyAudioSeconds.toFixed(2)} s heard of ${story.madeAudioSeconds.toFixed(2)} s made, ` +
-      `${cutMs.toFixed(0)} ms after the follow-up began; follow-up "${followUp.transcript}" -> "${followUp.reply}"`);
+      `${cutMs.toFixed(0)} ms after the follow-up began (the page: ${story.bargeInMs} ms from its speech to silence); follow-up "${followUp.transcript}" -> "${followUp.reply}"`);
     assert.deepEqual(visit.offsite, []);
     await page.close();
   } catch (error) {

@@ -85,11 +85,11 @@ export function renderSpeech(text, out, { bundle = path.join(ROOT, 'public', 'mo
   return out;
 }
 
-/** Open /voice.html; resolves once its controller and voice picker are up. */
-export async function openVoicePage(context, baseUrl, { timeout = TIMEOUTS.page, prepare } = {}) {
+/** Open /voice.html (``query``: e.g. "?threads=2"); resolves once its controller and voice picker are up. */
+export async function openVoicePage(context, baseUrl, { timeout = TIMEOUTS.page, prepare, query = '' } = {}) {
   const page = await context.newPage();
   if (prepare) await prepare(page);   // e.g. installScriptedMicrophone, before the page's scripts run
-  await page.goto(`${baseUrl}voice.html`, { timeout });
+  await page.goto(`${baseUrl}voice.html${query}`, { timeout });
   await page.waitForFunction(() => Boolean(window.__onnxpipeVoice?.controller)
     && document.querySelector('[data-testid=voice-bundle] option'), null, { timeout, polling: 50 });
   return page;
@@ -147,6 +147,11 @@ export function turnJson(turn, extra = {}) {
     finish: turn.finish,
     speech_seconds: Number(turn.speechSeconds.toFixed(3)),
     reply_done_ms: turn.replyDoneMs,
+    spans_ms: turn.spansMs,
+    joined_pauses: turn.joined,
+    barge_in_ms: turn.bargeInMs,
+    prompt_tokens: turn.promptTokens,
+    cached_tokens: turn.cachedTokens,
     voice: turn.voice,
     ...extra,
   };

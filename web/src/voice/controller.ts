@@ -23,7 +23,7 @@ import { SpeechQueue } from './speech-queue';
 import type { TurnRecord, VoiceState } from './state';
 import type { StatusLine } from './status';
 import { INTERRUPTIBLE, TurnMachine, type Phase } from './turn';
-import { VadLink, type SpeechEnd } from './vad-link';
+import { VadLink, type SpeechEnd, type SpeechStart } from './vad-link';
 
 export interface VoiceView {
   root: HTMLElement;
@@ -40,6 +40,13 @@ export interface VoiceView {
 const REPLY_PARAMS: Partial<ChatParams> = { temperature: 0, max_completion_tokens: 160, repetition_penalty: 1.1 };
 /** Utterances shorter than this are coughs and clicks, not questions. */
 const MIN_SPEECH_S = 0.25;
+/** Speech that resumes within this many ms of the end of speech, having begun before any of the
+ * reply was heard, continues the same question (a pause mid-question is not its end): the
+ * turn begun on the first part is dropped and the whole utterance is transcribed. The VAD's
+ * hangover stays short for the answer's sake (docs/voice.md, "End of speech"). */
+export const CONTINUE_MS = 1500;
+/** The reply's first clause goes to the voice once it holds this many characters. */
+const FIRST_CLAUSE_MIN_CHARS = 20;
 
 const PHASE_TEXT: Record<Phase, string> = {
   off: 'Press Start to talk with the assistant.',
@@ -76,7 +83,20 @@ export class VoiceController {
   // no system prompt: SmolLM2's own (from its chat template) gave the most direct answers
   private messages: ChatMessage[] = [];
   /** The turn being answered: its record and view, until it is done or interrupted. */
-  private current: { turn: number; record: TurnRecord; timeline: TurnTimeline; view: ReplyView | null } | null = null;
+  private current: { turn: number; record: TurnRecord; timeline: TurnTimeline; view: ReplyView | null; heard: HTMLElement | null } | null = null;
+  /** When the speech being heard began (performance.now() ms). */
+  private speechStartAt = 0;
+  /** The last utterance handed to a turn: where it began in the stream (s), when it ended
+   * (performance.now() ms), how many VAD cuts it joined, and its turn. */
+  private utterance: { startS: number; endedAt: number; joined: number; turn: number } | null = null;
+  /** Set when speech resumed soon enough to continue ``utterance`` (see CONTINUE_MS). */
+  private joining: { startS: number; joined: number } | null = null;
+  /** The chat model's prefill of the conversation so far, started as the user began speaking. */
+  private prefilling: { turn: number; start: number; end: number | null; error: string | null } | null = null;
+  /** Turns dropped because their utterance went on: their question is not history. */
+  private readonly dropped = new Set<number>();
+  /** Aborts the transcription running (its utterance went on). */
+  private transcribing: AbortController | null = null;
   /** The turn whose reply the chat model is writing (null: none). */
   private generatingTurn: number | null = null;
   private pttFrom: Promise<number> | null = null;
@@ -109,6 +129,7 @@ export class VoiceController {
       const current = this.current;
       if (!current || !this.turnMachine.live(current.turn)) return;
       current.timeline.mark('first_audio', at);
+      current.timeline.end('voice', at);
       this.showLatency();
       this.turnMachine.to('speaking');
     };
@@ -138,7 +159,7 @@ export class VoiceController {
       await this.mic.start();
       this.state.micRate = this.mic.deviceRate;
       await this.vad.start(this.mic, {
-        speechStart: () => this.onSpeechStart(),
+        speechStart: (start) => this.onSpeechStart(start),
         speechEnd: (end) => this.onSpeechEnd(end),
         failed: (error) => {
           // the VAD's worker stopped listening: the page would be deaf, so it stops
@@ -183,6 +204,8 @@ export class VoiceController {
     void this.interrupt('interrupted');
     if (!this.turnMachine.to('hearing')) return;
     this.pttFrom = this.vad.mark();
+    this.speechStartAt = performance.now();
+    this.prefill();
   }
 
   /** Push to talk: the button came up; what was said in between is the utterance. */
@@ -195,6 +218,8 @@ export class VoiceController {
       const samples = await this.vad.take(await from);
       const timeline = new TurnTimeline(speechEnd);
       timeline.mark('vad', speechEnd); // the button said so: nothing to wait for
+      timeline.span('vad', speechEnd, speechEnd);
+      timeline.span('speech', this.speechStartAt, speechEnd);
       await this.runTurn(samples, timeline);
     } catch (error) {
       this.fail('listen', error);
@@ -225,62 +250,154 @@ export class VoiceController {
 
   // ---- VAD events (hands-free)
 
-  private onSpeechStart(): void {
+  private onSpeechStart(start: SpeechStart): void {
     if (this.view.controls.mode !== 'hands-free') return;
+    const startedAt = performance.now() - start.lagMs;
     const phase = this.turnMachine.phase;
+    const last = this.utterance;
+    const current = this.current;
+    // speech that began before any of the reply was heard cannot be a reaction to it
+    const firstAudio = current?.timeline.at('first_audio');
+    if (last && current && last.turn === current.turn && INTERRUPTIBLE.has(phase)
+        && startedAt - last.endedAt <= CONTINUE_MS && (firstAudio === undefined || startedAt <= firstAudio)) {
+      // a pause, not the end: the question goes on, and is answered whole
+      this.dropTurn();
+      this.joining = { startS: last.startS, joined: last.joined + 1 };
+      if (this.turnMachine.to('hearing') && this.prefilling?.turn === current.turn) this.prefilling.turn = this.turnMachine.turn;
+      return;
+    }
     if (INTERRUPTIBLE.has(phase)) {
       if (!this.view.controls.bargeInEnabled) return;
-      void this.interrupt('interrupted');
+      const heard = this.player.playing;
+      void this.interrupt('interrupted'); // playback stops before this returns
+      if (current && heard) current.record.bargeInMs = Math.round(performance.now() - startedAt);
     }
-    this.turnMachine.to('hearing');
+    this.joining = null;
+    if (this.turnMachine.to('hearing')) {
+      this.speechStartAt = startedAt;
+      this.prefill();
+    }
   }
 
   private onSpeechEnd(end: SpeechEnd): void {
     if (this.view.controls.mode !== 'hands-free' || this.turnMachine.phase !== 'hearing') return;
     // the VAD decides after some silence: the user stopped talking `lagMs` before this event
-    const timeline = new TurnTimeline(performance.now() - end.lagMs);
-    timeline.mark('vad');
-    void this.runTurn(end.samples, timeline);
+    const speechEnd = performance.now() - end.lagMs;
+    const timeline = new TurnTimeline(speechEnd);
+    const decided = performance.now();
+    timeline.mark('vad', decided);
+    timeline.span('vad', speechEnd, decided);
+    timeline.span('speech', this.speechStartAt, speechEnd);
+    const joining = this.joining;
+    this.joining = null;
+    const startS = joining?.startS ?? end.start;
+    const joined = joining?.joined ?? 0;
+    this.utterance = { startS, endedAt: speechEnd, joined, turn: this.turnMachine.turn };
+    if (!joining) {
+      void this.runTurn(end.samples, timeline, joined);
+      return;
+    }
+    // the utterance from where its first part began (the worker keeps the recent audio)
+    void this.vad.between(startS, end.end).then(
+      (samples) => this.runTurn(samples, timeline, joined),
+      (error: unknown) => this.fail('listen', error));
+  }
+
+  /** While the user speaks, the chat model reads the conversation so far (its system prompt,
+   * the earlier turns, the opening of the user's turn) into its state: the engine keeps the
+   * state between calls and runs only what the next call's prompt adds, so after the
+   * transcript only the question itself is left to read. */
+  private prefill(): void {
+    const llm = this.view.models.slots.llm.model;
+    if (!llm) return;
+    const p = { turn: this.turnMachine.turn, start: performance.now(), end: null as number | null, error: null as string | null };
+    this.prefilling = p;
+    void this.llmLane.run(async () => {
+      if (this.prefilling !== p) return; // a newer utterance has its own
+      p.start = performance.now();
+      // the history is read when the worker is free, as the reply's call reads it
+      await this.view.models.engine.chat.completions.create({
+        model: llm, messages: [...this.messages, { role: 'user', content: '' }], max_completion_tokens: 1, temperature: 0,
+      });
+      p.end = performance.now();
+    }).catch((error: unknown) => {
+      // only time is lost: the reply's own call reads everything and reports its own errors
+      p.error = error instanceof Error ? error.message : String(error);
+    });
+  }
+
+  /** The turn begun on an utterance that turned out to go on: stop its work, take its
+   * transcript and reply off the page, keep nothing of it in the history. */
+  private dropTurn(): void {
+    const current = this.current;
+    if (!current) return;
+    this.current = null;
+    this.dropped.add(current.turn);
+    this.transcribing?.abort();
+    if (this.generatingTurn !== null) this.writing?.abort();
+    void this.speech.cancel();
+    current.heard?.remove();
+    current.view?.root.remove();
+    this.state.joinedPauses++;
   }
 
   // ---- one turn
 
-  private async runTurn(samples: Float32Array, timeline: TurnTimeline): Promise<void> {
+  private async runTurn(samples: Float32Array, timeline: TurnTimeline, joined = 0): Promise<void> {
     const turn = this.turnMachine.turn;
     const record: TurnRecord = {
       mode: this.view.controls.mode, transcript: '', reply: '', replyAudioSeconds: 0, madeAudioSeconds: 0, sentences: [],
-      latencyMs: {}, stageMs: {}, finish: 'done', speechSeconds: samples.length / CAPTURE_RATE, replyDoneMs: null,
+      latencyMs: {}, stageMs: {}, spansMs: {}, finish: 'done', speechSeconds: samples.length / CAPTURE_RATE, replyDoneMs: null,
       voice: { bundle: this.view.models.info('voice')?.bundle ?? null, controls: {} },
+      joined, bargeInMs: null, promptTokens: null, cachedTokens: null, prefillError: null,
     };
     if (record.speechSeconds < MIN_SPEECH_S) {
       this.turnMachine.to('listening');
       return;
     }
     if (!this.turnMachine.to('transcribing')) return;
-    this.current = { turn, record, timeline, view: null };
+    this.current = { turn, record, timeline, view: null, heard: null };
+    const current = this.current;
     const { engine, slots } = this.view.models;
     let text: string;
+    const transcribing = new AbortController();
+    this.transcribing = transcribing;
     try {
       const asr = slots.asr.model;
       if (!asr) throw new Error('the speech recogniser is not loaded');
       const file = new Blob([wavBytes(samples, CAPTURE_RATE)], { type: 'audio/wav' });
-      text = (await this.asrLane.run(() => engine.audio.transcriptions.create({ model: asr, file }))).text.trim();
+      text = (await this.asrLane.run(() => {
+        timeline.begin('transcript');
+        return engine.audio.transcriptions.create({ model: asr, file }, { signal: transcribing.signal });
+      })).text.trim();
     } catch (error) {
       return this.endTurn(turn, 'failed', error);
+    } finally {
+      if (this.transcribing === transcribing) this.transcribing = null;
     }
     if (!this.turnMachine.live(turn)) return;
-    timeline.mark('transcript');
+    const transcribed = performance.now();
+    timeline.mark('transcript', transcribed);
+    timeline.end('transcript', transcribed);
     record.transcript = text;
     this.showLatency();
     if (!/[\p{L}\p{N}]/u.test(text)) return this.endTurn(turn, 'empty');
-    this.view.conversation.heard(text);
+    current.heard = this.view.conversation.heard(text);
     const reply = this.view.conversation.reply();
-    this.current.view = reply;
+    current.view = reply;
     this.turnMachine.to('thinking');
     this.speech.controls = record.voice.controls = this.voiceControls();
     this.speech.begin();
     // a long first sentence is spoken from its first clause break: the first sound comes sooner
-    const splitter = new SentenceSplitter({ firstMaxChars: 40 });
+    const splitter = new SentenceSplitter({ firstMaxChars: 40, firstClauseMinChars: FIRST_CLAUSE_MIN_CHARS });
+    const speak = (sentence: string) => {
+      if (!timeline.has('first_audio')) {
+        const at = performance.now();
+        timeline.end('first_clause', at);
+        timeline.begin('voice', at);
+      }
+      this.speech.add(sentence);
+    };
     this.setGenerating(turn);
     const abort = new AbortController();
     this.writing = abort;
@@ -291,33 +408,48 @@ export class VoiceController {
         const llm = slots.llm.model;
         if (!llm) throw new Error('the chat model is not loaded');
         let ended = false;
+        timeline.begin('first_token');
         try {
           const stream = await engine.chat.completions.create({
-            ...REPLY_PARAMS, model: llm, stream: true, messages: [...this.messages, { role: 'user', content: text }],
+            ...REPLY_PARAMS, model: llm, stream: true, stream_options: { include_usage: true },
+            messages: [...this.messages, { role: 'user', content: text }],
           }, { signal: abort.signal });
           for await (const chunk of stream) {
+            if (chunk.usage) {
+              record.promptTokens = chunk.usage.prompt_tokens;
+              record.cachedTokens = chunk.usage.prompt_tokens_details?.cached_tokens ?? 0;
+            }
             const token = chunk.choices[0]?.delta.content;
             if (!token) continue;
             written += token;
             if (!this.turnMachine.live(turn)) continue;
             if (!timeline.has('first_token')) {
-              timeline.mark('first_token');
+              const at = performance.now();
+              timeline.mark('first_token', at);
+              timeline.end('first_token', at);
+              timeline.begin('first_clause', at);
+              timeline.begin('reply', at);
               this.showLatency();
             }
             record.reply += token;
             reply.append(token);
-            for (const sentence of splitter.push(token)) this.speech.add(sentence);
+            for (const sentence of splitter.push(token)) speak(sentence);
           }
           ended = true;
         } finally {
-          // what was written (cut short by a barge-in, maybe) is what the next turn must carry
-          if (ended || abort.signal.aborted) this.messages.push({ role: 'user', content: text }, { role: 'assistant', content: written });
+          // what was written (cut short by a barge-in, maybe) is what the next turn must carry;
+          // not a question that went on after a pause (its whole is the next turn's)
+          if ((ended || abort.signal.aborted) && !this.dropped.has(turn)) {
+            this.messages.push({ role: 'user', content: text }, { role: 'assistant', content: written });
+          }
+          this.dropped.delete(turn);
         }
       });
       if (!this.turnMachine.live(turn)) return;
       record.reply = written;
       record.replyDoneMs = Math.round(performance.now() - timeline.speechEnd);
-      for (const sentence of splitter.flush()) this.speech.add(sentence);
+      timeline.end('reply');
+      for (const sentence of splitter.flush()) speak(sentence);
     } catch (error) {
       if (this.turnMachine.live(turn) && !abort.signal.aborted) this.endTurn(turn, 'failed', error);
       return;
@@ -360,8 +492,10 @@ export class VoiceController {
     record.finish = finish;
     record.replyAudioSeconds = this.player.heardSeconds();
     record.madeAudioSeconds = this.speech.madeSeconds;
+    this.syncPrefill(current);
     record.latencyMs = timeline.sinceSpeechEnd();
     record.stageMs = timeline.perStage();
+    record.spansMs = timeline.spansMs();
     this.state.turns.push(record);
     view?.finish(record.reply, finish === 'interrupted' ? 'interrupted' : finish === 'failed' ? 'failed' : undefined);
     view?.setLatency(LatencyView.summary(timeline));
@@ -371,7 +505,17 @@ export class VoiceController {
   }
 
   private showLatency(): void {
-    if (this.current) this.view.latency.show(this.current.timeline);
+    if (!this.current) return;
+    this.syncPrefill(this.current);
+    this.view.latency.show(this.current.timeline);
+  }
+
+  /** The prefill ran for this turn's utterance: its span on the turn's timeline. */
+  private syncPrefill(current: { turn: number; timeline: TurnTimeline; record: TurnRecord }): void {
+    const p = this.prefilling;
+    if (!p || p.turn !== current.turn) return;
+    current.timeline.span('prefill', p.start, p.end);
+    current.record.prefillError = p.error;
   }
 
   /** The voice control (a choice the loaded voice bundle declares), if there is one. */

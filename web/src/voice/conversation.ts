@@ -65,13 +65,15 @@ export class Conversation {
     this.empty.textContent = text;
   }
 
-  /** What the user said (the transcript). */
-  heard(text: string): void {
+  /** What the user said (the transcript); returns its element. */
+  heard(text: string): HTMLElement {
     this.empty.remove();
-    this.root.append(el('article', { class: 'msg msg-user', 'data-role': 'user', 'aria-label': 'You' },
+    const article = el('article', { class: 'msg msg-user', 'data-role': 'user', 'aria-label': 'You' },
       el('div', { class: 'msg-who', 'aria-hidden': 'true', text: 'You' }),
-      el('div', { class: 'msg-body', 'data-testid': 'voice-transcript', text })));
+      el('div', { class: 'msg-body', 'data-testid': 'voice-transcript', text }));
+    this.root.append(article);
     this.scrollToEnd();
+    return article;
   }
 
   reply(): ReplyView {

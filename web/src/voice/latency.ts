@@ -2,6 +2,11 @@
 // Times are performance.now() milliseconds; the figures are measured from `speechEnd`, which
 // is when the user actually stopped talking (the VAD reports it a little later, once enough
 // silence has followed: that wait is the `vad` stage).
+//
+// Two views of the same turn: the milestones (`Stage`: each reached once, in this order, the
+// user-felt chain) and the work (`Span`: what ran from when to when, overlapped where the data
+// allowed it: the chat model's prefill runs while the user is still speaking, the voice starts
+// on the first clause while the model writes the rest).
 
 export type Stage = 'vad' | 'transcript' | 'first_token' | 'first_audio';
 export const STAGES: Stage[] = ['vad', 'transcript', 'first_token', 'first_audio'];
@@ -13,10 +18,29 @@ export const STAGE_LABEL: Record<Stage, string> = {
   first_audio: 'first audio',
 };
 
+/** The work of a turn, in the order it starts. */
+export type Span = 'speech' | 'prefill' | 'vad' | 'transcript' | 'first_token' | 'first_clause' | 'voice' | 'reply';
+export const SPANS: Span[] = ['speech', 'prefill', 'vad', 'transcript', 'first_token', 'first_clause', 'voice', 'reply'];
+
+export const SPAN_LABEL: Record<Span, string> = {
+  speech: 'you speak',
+  prefill: 'chat model reads the conversation so far',
+  vad: 'silence until end of speech is decided',
+  transcript: 'speech recognition',
+  first_token: 'chat model reads your question, first token',
+  first_clause: 'first clause written',
+  voice: 'voice makes the first clause, playback starts',
+  reply: 'chat model writes the rest',
+};
+
+/** [start, end] in ms since the end of speech (negative: before it); end null while running. */
+export type SpanMs = [number, number | null];
+
 export class TurnTimeline {
   /** When the user stopped talking. */
   readonly speechEnd: number;
   private readonly marks = new Map<Stage, number>();
+  private readonly spans = new Map<Span, [number, number | null]>();
 
   constructor(speechEnd: number) {
     this.speechEnd = speechEnd;
@@ -29,6 +53,28 @@ export class TurnTimeline {
 
   has(stage: Stage): boolean {
     return this.marks.has(stage);
+  }
+
+  /** When ``stage`` was reached (performance.now() ms), if it was. */
+  at(stage: Stage): number | undefined {
+    return this.marks.get(stage);
+  }
+
+  /** A span began (once: later calls keep the first start). */
+  begin(span: Span, at = performance.now()): void {
+    if (!this.spans.has(span)) this.spans.set(span, [at, null]);
+  }
+
+  /** A span ended (the first end counts); one never begun begins at ``at`` too. */
+  end(span: Span, at = performance.now()): void {
+    const s = this.spans.get(span);
+    if (!s) this.spans.set(span, [at, at]);
+    else if (s[1] === null) s[1] = at;
+  }
+
+  /** A whole span known from elsewhere (the prefill, started before this timeline was). */
+  span(span: Span, start: number, end: number | null): void {
+    this.spans.set(span, [start, end]);
   }
 
   /** Milliseconds from the end of speech to each stage reached so far (cumulative). */
@@ -50,6 +96,16 @@ export class TurnTimeline {
       if (at === undefined) break;
       out[stage] = Math.max(0, Math.round(at - previous));
       previous = at;
+    }
+    return out;
+  }
+
+  /** Each span's [start, end] in ms since the end of speech, in SPANS order. */
+  spansMs(): Partial<Record<Span, SpanMs>> {
+    const out: Partial<Record<Span, SpanMs>> = {};
+    for (const span of SPANS) {
+      const s = this.spans.get(span);
+      if (s) out[span] = [Math.round(s[0] - this.speechEnd), s[1] === null ? null : Math.round(s[1] - this.speechEnd)];
     }
     return out;
   }

@@ -39,6 +39,16 @@ async function voiceBundles(): Promise<BundleEntry[]> {
   return out;
 }
 
+/** WASM threads per model from the address (``?threads=2``; the benchmark measures 1 and 2),
+ * or 1. A value that is no whole number from 1 to 16 is refused, naming it. */
+function threadsFromUrl(): number {
+  const raw = new URLSearchParams(location.search).get('threads');
+  if (raw === null) return 1;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1 || n > 16) throw new Error(`the address's threads=${raw}: expected a whole number from 1 to 16`);
+  return n;
+}
+
 function start(): void {
   const state = initialState();
   let controller: VoiceController | null = null;
@@ -50,7 +60,14 @@ function start(): void {
     voiceChanged: () => void controller?.voiceChanged(),
     modeChanged: () => controller?.modeChanged(),
   });
-  const models = new ModelSet();
+  let threads = 1;
+  let refused: unknown = null;
+  try {
+    threads = threadsFromUrl();
+  } catch (e) {
+    refused = e;
+  }
+  const models = new ModelSet(threads);
   const meter = new LevelMeter();
   const conversation = new Conversation();
   const latency = new LatencyView();
@@ -71,6 +88,7 @@ function start(): void {
   enableOffline();
   mountBuildFooter();
   try {
+    if (refused) throw refused;
     controller = new VoiceController(state, view);
   } catch (e) {
     error.show(describeError(e), 'The runtime workers could not start');

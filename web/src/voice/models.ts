@@ -122,13 +122,14 @@ export class ModelSlot {
 }
 
 export class ModelSet {
-  /** One WASM thread each: four models share the cores, and the chat model and the voice work
-   * at the same time. Nothing starts before the first load. */
-  readonly engine = new Engine({ ep: 'wasm', threads: 1 }, null);
+  /** One WASM thread each by default: four models share the cores, and the chat model and
+   * the voice work at the same time. Nothing starts before the first load. */
+  readonly engine: Engine;
   readonly slots: Record<Role, ModelSlot>;
   readonly root: HTMLElement;
 
-  constructor() {
+  constructor(readonly threads = 1) {
+    this.engine = new Engine({ ep: 'wasm', threads }, null);
     const e = this.engine;
     this.slots = { vad: new ModelSlot('vad', e), asr: new ModelSlot('asr', e), llm: new ModelSlot('llm', e), voice: new ModelSlot('voice', e) };
     this.root = el('section', { class: 'voice-models loader', 'aria-label': 'Models' },

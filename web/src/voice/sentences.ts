@@ -5,7 +5,9 @@
 // at a line break. "3.14", "e.g." or "Dr." do not end one: a digit or letter follows the dot, or
 // the word is a known abbreviation or a single initial. A sentence that runs on past
 // `maxChars` (the first one: `firstMaxChars`) is cut at its last clause break (, ; :) so the
-// voice never waits too long.
+// voice never waits too long. With `firstClauseMinChars`, the reply's first piece goes out at its
+// first clause break once it holds that many characters ("Sure," alone sounds clipped), so
+// the voice starts on the first clause instead of the first sentence.
 
 const END = /[.!?…]/;
 const CLOSERS = /["'”’)\]]/;
@@ -21,6 +23,8 @@ export interface SplitterOptions {
   maxChars?: number;
   /** The same for the first piece only, so the voice can start sooner (0: like the rest). */
   firstMaxChars?: number;
+  /** The first piece ends at its first clause break that many characters in (0: off). */
+  firstClauseMinChars?: number;
 }
 
 /** Is the '.' at ``dot`` (in ``text``) the end of an abbreviation or an initial? */
@@ -36,11 +40,13 @@ export class SentenceSplitter {
   private buffer = '';
   private readonly maxChars: number;
   private readonly firstMaxChars: number;
+  private readonly firstClauseMinChars: number;
   private emitted = 0;
 
   constructor(options: SplitterOptions = {}) {
     this.maxChars = options.maxChars ?? 160;
     this.firstMaxChars = options.firstMaxChars ?? 0;
+    this.firstClauseMinChars = options.firstClauseMinChars ?? 0;
   }
 
   /** Add streamed text; returns the sentences it completed (trimmed, non-empty), in order. */
@@ -69,6 +75,16 @@ export class SentenceSplitter {
       }
     }
     this.buffer = this.buffer.slice(from);
+    if (this.emitted + done.length === 0 && this.firstClauseMinChars > 0) {
+      for (const m of this.buffer.matchAll(CLAUSE_BREAK)) {
+        const cut = m.index + m[0].length - 1;
+        const clause = this.buffer.slice(0, cut).trim();
+        if (clause.length < this.firstClauseMinChars) continue;
+        done.push(clause);
+        this.buffer = this.buffer.slice(cut);
+        break;
+      }
+    }
     const limit = this.emitted + done.length === 0 && this.firstMaxChars > 0 ? this.firstMaxChars : this.maxChars;
     if (limit > 0 && this.buffer.length > limit) {
       // the last , ; or : (with any closing quotes) that whitespace follows

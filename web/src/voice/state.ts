@@ -3,7 +3,7 @@
 
 import type { ShownError } from '../ui/format';
 import type { Mode } from './controls';
-import type { Stage } from './latency';
+import type { Span, SpanMs, Stage } from './latency';
 import type { Phase } from './turn';
 
 export interface TurnRecord {
@@ -20,6 +20,9 @@ export interface TurnRecord {
   /** Since the end of speech, cumulative; and each stage on its own. */
   latencyMs: Partial<Record<Stage, number>>;
   stageMs: Partial<Record<Stage, number>>;
+  /** The work behind the stages: each span's [start, end] in ms since the end of speech
+   * (negative: before it; the prefill runs while the user speaks). */
+  spansMs: Partial<Record<Span, SpanMs>>;
   /** done: heard to the end; interrupted: the user spoke over it; empty: nothing was understood. */
   finish: 'done' | 'interrupted' | 'empty' | 'failed';
   /** Seconds of speech that were transcribed. */
@@ -28,6 +31,16 @@ export interface TurnRecord {
   replyDoneMs: number | null;
   /** The voice that spoke the reply: its bundle and the controls it was given (e.g. a voice name). */
   voice: { bundle: string | null; controls: Record<string, string> };
+  /** Pauses the VAD took for an end, joined back into this question (controller CONTINUE_MS). */
+  joined: number;
+  /** Interrupted by speech over the reply: ms from the start of that speech to the reply's
+   * playback stopped (null: not a barge-in during playback). */
+  bargeInMs: number | null;
+  /** The reply's prompt and how much of it the state already held (the prefill's work). */
+  promptTokens: number | null;
+  cachedTokens: number | null;
+  /** The prefill failed (only time was lost: the reply's call read everything). */
+  prefillError: string | null;
 }
 
 export interface VoiceState {
@@ -40,9 +53,11 @@ export interface VoiceState {
   generating: boolean;
   /** Sample rate of the microphone device (the worklet resamples it to 16 kHz). */
   micRate: number | null;
+  /** Utterances the VAD cut at a pause that were joined again (controller CONTINUE_MS). */
+  joinedPauses: number;
   lastError: (ShownError & { during: string }) | null;
 }
 
 export function initialState(): VoiceState {
-  return { phase: 'off', running: false, loading: false, turns: [], playing: false, generating: false, micRate: null, lastError: null };
+  return { phase: 'off', running: false, loading: false, turns: [], playing: false, generating: false, micRate: null, joinedPauses: 0, lastError: null };
 }

@@ -18,17 +18,27 @@ export interface SpeechEnd {
   /** How long ago the speech ended when the event reached the page (the VAD's wait for
    * silence, plus the trip): the turn's latency is measured from the real end. */
   lagMs: number;
+  /** How long the speech itself lasted (ms, the padding taken off). */
+  speechMs: number;
+}
+
+export interface SpeechStart {
+  /** How long ago the speech began when the event reached the page (min_speech_ms of speech,
+   * plus the trip): a barge-in is measured from the real start. */
+  lagMs: number;
 }
 
 export interface VadHandlers {
-  speechStart: () => void;
+  speechStart: (start: SpeechStart) => void;
   speechEnd: (end: SpeechEnd) => void;
   failed: (error: unknown) => void;
 }
 
-/** Silence (ms) that ends an utterance: long enough for a pause between words, short enough
- * that the reply does not keep the user waiting. Padding keeps the word edges for the recogniser. */
-export const LISTEN_CONTROLS = { min_silence_ms: 500, speech_pad_ms: 200, min_speech_ms: 250 };
+/** Silence (ms) that ends an utterance: every turn waits this long before anything else can
+ * start, so it is short; a longer pause mid-question is joined again by the controller
+ * (CONTINUE_MS). Measured by bench/voice_hangover.py: docs/voice.md, "End of speech". Padding
+ * keeps the word edges for the recogniser. */
+export const LISTEN_CONTROLS = { min_silence_ms: 400, speech_pad_ms: 200, min_speech_ms: 250 };
 
 export class VadLink {
   private listening: Listening | null = null;
@@ -50,13 +60,16 @@ export class VadLink {
       try {
         for await (const event of listening) {
           if (event.type === 'input_audio_buffer.speech_started') {
-            handlers.speechStart();
+            // the segment's start is padded: the speech itself began a padding later
+            const { start, position } = event.onnxpipe;
+            handlers.speechStart({ lagMs: Math.max(0, (position / CAPTURE_RATE - (start + padS)) * 1000) });
           } else if (event.onnxpipe.samples) {
             // the speech itself ended a padding's length before the segment's end
             const { start, end, position, samples } = event.onnxpipe;
             const endedAt = Math.max(start, end - padS);
             const lagMs = Math.max(0, (position / CAPTURE_RATE - endedAt) * 1000);
-            handlers.speechEnd({ samples, start, end, lagMs });
+            const speechMs = Math.max(0, (endedAt - start - padS) * 1000);
+            handlers.speechEnd({ samples, start, end, lagMs, speechMs });
           }
         }
       } catch (error) {
@@ -78,6 +91,13 @@ export class VadLink {
   async take(from: number): Promise<Float32Array> {
     if (!this.listening) throw new Error('not listening');
     return (await this.listening.clip(from)).samples ?? new Float32Array(0);
+  }
+
+  /** The stream's samples from ``fromS`` to ``toS`` seconds: an utterance the VAD cut in two,
+   * joined again (the worker keeps the last 60 s). */
+  async between(fromS: number, toS: number): Promise<Float32Array> {
+    const samples = await this.take(Math.floor(fromS * CAPTURE_RATE));
+    return samples.subarray(0, Math.max(0, Math.round((toS - fromS) * CAPTURE_RATE)));
   }
 
   stop(): void {
