@@ -11,7 +11,7 @@ rate of each against the text said, then the total; and the transcript time of 2
 A benchmark, not a test: it never fails on speed or on a differing transcript.
 
     PYTHONPATH=py python bench/asr_context.py [BUNDLE] [--quick] [--repeat 3] [--voices A,B]
-                                              [--skip faithfulness|timings] [--json]
+                                              [--skip faithfulness|timings] [--browser THREADS] [--json]
 
 --quick: one short Piper clip (a smoke run).
 """
@@ -81,7 +81,7 @@ def variant(bundle: str, encode: str, into: str) -> str:
     out = os.path.join(into, encode)
     os.makedirs(out, exist_ok=True)
     for name in os.listdir(bundle):
-        if name != "pipeline.json" and not os.path.exists(os.path.join(out, name)):
+        if name not in ("pipeline.json", "manifest.json") and not os.path.exists(os.path.join(out, name)):
             os.symlink(os.path.join(os.path.abspath(bundle), name), os.path.join(out, name))
     with open(os.path.join(bundle, "pipeline.json"), encoding="utf-8") as f:
         doc = json.load(f)
@@ -123,6 +123,14 @@ def _speech(result) -> tuple[list[float], int]:
     return list(result.samples), result.sample_rate
 
 
+def browser(bundle: str, wav: str, threads: int) -> dict:
+    """One transcription in headless Chromium (the real worker, WASM), after a warm-up run."""
+    cmd = ["node", os.path.join(ROOT, "tests", "e2e", "run-bundle.mjs"), bundle, "--audio", wav,
+           "--threads", str(threads), "--repeat", "2", "--json"]
+    out = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=ROOT).stdout)
+    return {"compute_s": out["compute_seconds"], "text": out["text"]}
+
+
 def timed(pipe, samples, rate, repeat: int) -> float:
     pipe.transcribe(samples, rate)   # warm-up: first runs of a shape allocate
     runs = []
@@ -141,6 +149,8 @@ def main(argv=None) -> int:
     parser.add_argument("--voices", help="comma-separated names to render with (default: all), e.g. "
                                          "piper-joe,espeak-en-us")
     parser.add_argument("--skip", choices=("faithfulness", "timings"), help="leave out one half")
+    parser.add_argument("--browser", type=int, metavar="THREADS",
+                        help="also time the worker in headless Chromium (WASM) with this many threads")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     report = {"bundle": args.bundle, "clips": [], "timings": []}
@@ -200,10 +210,20 @@ def main(argv=None) -> int:
                    "speech_s": timed(speech, samples, rate, args.repeat),
                    "window_s": timed(window, samples, rate, args.repeat)}
             row["speedup"] = round(row["window_s"] / row["speech_s"], 2)
+            if args.browser:
+                from onnxpipe.audio import encode_wav
+
+                wav = os.path.join(tmp, f"{target}s.wav")
+                with open(wav, "wb") as f:
+                    f.write(encode_wav(samples, rate))
+                for key in ("speech", "window"):
+                    row[f"browser_{key}_s"] = browser(os.path.join(tmp, key), wav, args.browser)["compute_s"]
             report["timings"].append(row)
             if not args.json:
                 print(f"~{target:2d} s utterance ({row['seconds']:.1f} s): speech {row['speech_s'] * 1000:7.0f} ms, "
-                      f"window {row['window_s'] * 1000:7.0f} ms, x{row['speedup']}", flush=True)
+                      f"window {row['window_s'] * 1000:7.0f} ms, x{row['speedup']}" + (
+                          f"; browser ({args.browser} threads) speech {row['browser_speech_s'] * 1000:7.0f} ms, "
+                          f"window {row['browser_window_s'] * 1000:7.0f} ms" if args.browser else ""), flush=True)
     if args.json:
         print(json.dumps(report, indent=1))
     return 0
