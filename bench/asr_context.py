@@ -4,8 +4,9 @@ whole 30 s window ("window", the reference): faithfulness and transcript time, n
 Utterances of about 1 to 30 s are rendered by the project's voices (Piper joe, deterministic;
 two Kokoro voices; espeak-ng in two voices) and transcribed by the same bundle loaded twice,
 once per ``encode`` choice (a temporary copy of the bundle whose pipeline.json differs in that
-key only). It prints, per utterance (and whether a loop-looking decode fell back to the whole window), whether the two transcripts are equal and the word error
-rate of each against the text said, then the total; and the transcript time of 2 s, 5 s and
+key only). It prints, per utterance, whether the two transcripts are equal (and whether a
+loop-looking decode fell back to the whole window) and the word error rate of each against the
+text said, then the total; and the transcript time of 2 s, 5 s and
 15 s utterances (median of --repeat runs after a warm-up) with both choices.
 
 A benchmark, not a test: it never fails on speed or on a differing transcript.

@@ -88,7 +88,7 @@ def frames(audio, samples: int) -> int:
 def looped(audio, text: str, finish_reason: str, max_new_tokens) -> bool:
     """Whether a window decoded on a short context should be decoded again over the whole window."""
     ctx = audio.context
-    if ctx is None or ctx.encode == "window" or ctx.fallback_compression_ratio == 0:
+    if ctx is None or ctx.encode == "window" or ctx.fallback_compression_ratio == 0 or finish_reason == "cancelled":
         return False
     if finish_reason == "length" and max_new_tokens is None:   # ran to max_length, not the caller's cap
         return True

@@ -72,6 +72,7 @@ def test_frames(samples, context, expected):
     ("Turn on the lights.", "length", None, {}, True),                   # ran to max_length
     ("Turn on the lights.", "length", 3, {}, False),                     # the caller's own cap
     ("", "stop", None, {}, False),
+    ("Yes, please. " * 20, "cancelled", None, {}, False),               # the caller stopped it
 ])
 def test_looped(text, reason, cap, context, expected):
     assert audio_context.looped(_audio(**context), text, reason, cap) is expected
