@@ -550,6 +550,31 @@ class LogMelFeatures:
                                      "audio hold the floor value (onnxruntime-extensions)")
 
 
+CONTEXT_ENCODE = ("speech", "window")
+
+
+@dataclass(frozen=True)
+class AudioContext:
+    """How much of each window the encoder takes (whisper.cpp's audio_ctx; pipeline/audio_context.py)."""
+
+    frames_input: str = spec(None, "pipeline input that takes how many feature frames the encoder "
+                                   "encodes, int64 [1]", required=True)
+    encode: str = spec("speech", "speech: the frames that hold the audio, rounded up to bucket_seconds; "
+                                 "window: every frame of the window (the reference)", choices=CONTEXT_ENCODE)
+    frames_per_second: int = spec(100, "feature frames per second of audio", range=Range(1, 100_000, "frames"))
+    bucket_seconds: float = spec(1.0, "the encoded length is the audio's (plus margin_seconds) rounded up "
+                                      "to a multiple of this, so few lengths are ever run",
+                                 range=Range(0, 3600, "seconds", open_low=True))
+    margin_seconds: float = spec(0.0, "silence encoded after the audio's last sample",
+                                 range=Range(0, 3600, "seconds"))
+    frame_multiple: int = spec(2, "the frame count is a multiple of this (Whisper's stride-2 convolution)",
+                               range=Range(1, 1024, "frames"))
+    fallback_compression_ratio: float = spec(2.4, "a window whose text compresses more than this (zlib: "
+                                                   "a repetition loop), or that ran to max_length, is decoded "
+                                                   "again over the whole window; 0: never",
+                                             range=Range(0, 1000, "a ratio"))
+
+
 @dataclass(frozen=True)
 class AudioPreprocessing:
     """A waveform pipeline input: the caller's samples are resampled to ``sample_rate`` and
@@ -562,6 +587,8 @@ class AudioPreprocessing:
                                        "windows at quiet points", range=Range(0, 3600, "seconds", open_low=True))
     log_mel: LogMelFeatures | None = spec(None, "the input takes log-mel features made from the "
                                                 "waveform (absent: the waveform itself)")
+    context: AudioContext | None = spec(None, "encode only the frames that hold the audio (absent: the "
+                                              "encoder takes whole windows and no frame count)")
 
 
 @dataclass(frozen=True)

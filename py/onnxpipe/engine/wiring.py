@@ -80,6 +80,14 @@ def _order(spec: PipelineSpec, sessions: dict) -> list[tuple[int, FlowStep]]:
     return sorted(steps, key=lambda item: (FLOW_PHASES.index(item[1].when), item[0]))
 
 
+def _audio_inputs(spec) -> set[str]:
+    """The pipeline inputs a transcription gives (pipeline/transcription.py)."""
+    audio = spec.preprocessing.audio
+    if audio is None:
+        return set()
+    return {audio.input} | ({audio.context.frames_input} if audio.context is not None else set())
+
+
 def plan_flow(spec: PipelineSpec, sessions: dict, components: list, file: str,
               loop_inputs: tuple[str, ...], loop_outputs: tuple[str, ...]) -> Plan:
     ordered = _order(spec, sessions)
@@ -90,7 +98,8 @@ def plan_flow(spec: PipelineSpec, sessions: dict, components: list, file: str,
     wires_to: dict[tuple[str, str], tuple[str, str, int]] = {}
     self_wires: dict[tuple[str, str], str] = {}
     pipeline_outputs: dict[str, tuple[str, str]] = {}
-    declared_inputs = set(loop_inputs) | set(spec.pipeline.inputs) | set(front_end_inputs(spec))
+    declared_inputs = (set(loop_inputs) | set(spec.pipeline.inputs) | set(front_end_inputs(spec))
+                       | _audio_inputs(spec))
     for i, wire in enumerate(spec.pipeline.dataflow):
         src, dst = split_endpoint(wire.from_), split_endpoint(wire.to)
         path = f"$.pipeline.dataflow[{i}]"
@@ -107,7 +116,7 @@ def plan_flow(spec: PipelineSpec, sessions: dict, components: list, file: str,
         if dst[0] != "outputs":
             _check_tensor(sessions, dst, "inputs", file, path + ".to")
         if src[0] == "inputs":
-            hint = nearest(src[1], loop_inputs) if src[1] not in loop_inputs else None
+            hint = nearest(src[1], loop_inputs) if src[1] not in declared_inputs else None
             if hint:   # a near miss of what the loop gives is a typo, not a caller input
                 raise ConfigError(f'pipeline input "{src[1]}" is never given: the {spec.generation.loop} '
                                   f'loop supplies {", ".join(loop_inputs)}. Did you mean "inputs.{hint}"?',

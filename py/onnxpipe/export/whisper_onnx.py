@@ -4,9 +4,11 @@
   log-mel spectrogram of transformers' WhisperFeatureExtractor (zero-padded or cut to 30 s,
   centred reflect-padded STFT with a periodic Hann window as a strided Conv, power, Slaney mel
   filters, log10 of at least 1e-10, floor at max - 8, then (x + 4) / 4).
-- ``encoder.onnx``: ``input_features`` -> ``cross_key_values.{i}.key/value`` [1, heads, 1500,
-  head]: the encoder AND every decoder layer's cross-attention key/value projections, so the
-  decoder never recomputes them.
+- ``encoder.onnx``: ``input_features`` [1, mels, frames] and ``input_frames`` int64 [1] ->
+  ``cross_key_values.{i}.key/value`` [1, heads, input_frames / 2, head]: the encoder AND every
+  decoder layer's cross-attention key/value projections, so the decoder never recomputes them.
+  Only the first ``input_frames`` frames are encoded, with the positional embeddings of that
+  many positions (whisper.cpp's audio_ctx); 3000 of 3000 is transformers' full window, exactly.
 - ``decoder.onnx``: ``input_ids`` [1, s], ``past_key_values.{i}.key/value`` [1, heads, past,
   head] and the cross keys/values -> ``logits`` [1, s, vocab], ``present.{i}.key/value``. The
   positions are the past length onwards, read from the past's shape: no position input.
@@ -72,16 +74,33 @@ def _heads(x, heads: int):
 
 
 class Encoder(nn.Module):
-    """input_features -> every decoder layer's cross-attention keys and values."""
+    """input_features -> every decoder layer's cross-attention keys and values.
+
+    Written out over transformers' modules (as the decoder is) so the frame count stays a
+    dimension of the graph: the positional embeddings are cut to the frames encoded."""
 
     def __init__(self, hf):
         super().__init__()
         self.encoder = hf.model.encoder
         self.layers = hf.model.decoder.layers
         self.heads = hf.config.decoder_attention_heads
+        self.enc_heads = hf.config.encoder_attention_heads
+        self.scale = (hf.config.d_model // self.enc_heads) ** -0.5
 
     def forward(self, input_features):
-        hidden = self.encoder(input_features=input_features).last_hidden_state
+        enc = self.encoder
+        x = F.gelu(enc.conv1(input_features))
+        x = F.gelu(enc.conv2(x)).permute(0, 2, 1)
+        hidden = x + enc.embed_positions.weight[:x.shape[1]].unsqueeze(0)
+        for layer in enc.layers:
+            sa = layer.self_attn
+            h = layer.self_attn_layer_norm(hidden)
+            q = _heads(sa.q_proj(h) * self.scale, self.enc_heads)
+            k, v = _heads(sa.k_proj(h), self.enc_heads), _heads(sa.v_proj(h), self.enc_heads)
+            hidden = hidden + sa.out_proj(_merge(_attend(q, k, v)))
+            h = layer.final_layer_norm(hidden)
+            hidden = hidden + layer.fc2(F.gelu(layer.fc1(h)))
+        hidden = enc.layer_norm(hidden)
         out = []
         for layer in self.layers:
             out.append(_heads(layer.encoder_attn.k_proj(hidden), self.heads))
@@ -157,11 +176,40 @@ def export_mel(mel_filters: np.ndarray, path) -> None:
             {"waveform": {1: "samples"}})
 
 
+FRAMES_INPUT = "input_frames"   # int64 [1]: how many of input_features' frames are encoded
+
+
 def export_encoder(hf, path) -> None:
     n = hf.config.decoder_layers
     feats = torch.zeros(1, hf.config.num_mel_bins, 2 * hf.config.max_source_positions)
-    _export(Encoder(hf).eval(), (feats,), path, ["input_features"],
-            names(CROSS_KEY, CROSS_VALUE, n), None)
+    outputs = names(CROSS_KEY, CROSS_VALUE, n)
+    dynamic = {"input_features": {2: "frames"}}
+    dynamic.update({name: {2: "encoded_frames"} for name in outputs})
+    _export(Encoder(hf).eval(), (feats,), path, ["input_features"], outputs, dynamic)
+    _cut_input(path, "input_features", 2 * hf.config.max_source_positions)
+
+
+def _cut_input(path, name: str, frames: int) -> None:
+    """The graph's ``name`` input becomes [1, mels, frames] plus ``input_frames``: a Slice keeps the
+    first input_frames frames, so mel.onnx's 30 s features feed it unchanged."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    model = onnx.load(str(path))
+    g = model.graph
+    inner = name + "_encoded"
+    for node in g.node:
+        node.input[:] = [inner if i == name else i for i in node.input]
+    features = next(i for i in g.input if i.name == name)
+    features.type.tensor_type.shape.dim[2].ClearField("dim_param")
+    features.type.tensor_type.shape.dim[2].dim_value = frames
+    g.input.append(helper.make_tensor_value_info(FRAMES_INPUT, TensorProto.INT64, [1]))
+    g.initializer.extend([helper.make_tensor("input_frames_start", TensorProto.INT64, [1], [0]),
+                          helper.make_tensor("input_frames_axis", TensorProto.INT64, [1], [2])])
+    g.node.insert(0, helper.make_node("Slice", [name, "input_frames_start", FRAMES_INPUT, "input_frames_axis"],
+                                      [inner], name="cut_to_input_frames"))
+    onnx.checker.check_model(model)
+    onnx.save(model, str(path))
 
 
 def export_decoder(hf, path) -> None:
@@ -178,9 +226,10 @@ def export_decoder(hf, path) -> None:
     dynamic = {"input_ids": {1: "sequence_length"}, "logits": {1: "sequence_length"}}
     dynamic.update({name: {2: "past_sequence_length"} for name in past_names})
     dynamic.update({name: {2: "total_sequence_length"} for name in present_names})
+    dynamic.update({name: {2: "encoded_frames"} for name in cross_names})   # the audio context
     _export(Decoder(hf).eval(), (ids, *past, *cross), path, ["input_ids", *past_names, *cross_names],
             ["logits", *present_names], dynamic)
 
 
-__all__ = ["CHUNK_SECONDS", "N_SAMPLES", "SAMPLE_RATE", "export_decoder", "export_encoder",
+__all__ = ["CHUNK_SECONDS", "FRAMES_INPUT", "N_SAMPLES", "SAMPLE_RATE", "export_decoder", "export_encoder",
            "export_mel"]

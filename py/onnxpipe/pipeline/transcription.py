@@ -5,7 +5,9 @@ which also gives the energy of every 10 ms) -> windows of at most ``window_secon
 cut at the quietest point near its end so no word is split -> per window: a fresh state, the
 token loop from the bundle's ``tokens.decoder_prefix`` with the window as the audio input (or,
 with ``preprocessing.audio.log_mel``, the window's log-mel features from ops/log_mel.py) ->
-ids -> text (special tokens skipped). Nothing here knows which model it runs.
+ids -> text (special tokens skipped). With ``preprocessing.audio.context`` the encoder also takes
+how many feature frames to encode (pipeline/audio_context.py): the window's audio rounded up,
+not the whole window. Nothing here knows which model it runs.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from ..audio.rates import check_sample_rate
 from ..errors import ConfigError, InputError
 from ..ops.log_mel import log_mel_graph
 from ..ops.resample import resample_graph
+from . import audio_context
 from .transcription_result import TranscriptionResult, WindowText
 
 FRAME_SECONDS = 0.01     # energy frames of the resampler
@@ -54,6 +57,7 @@ def check_declarations(loaded) -> None:
     if not loaded.loop.makes_tokens:
         raise ConfigError(f'preprocessing.audio feeds a transcription, which needs a token loop; '
                           f'generation.loop is "{loaded.loop.name}"', file=file, path=path)
+    audio_context.check(loaded)
 
 
 def _mono(samples) -> array:
@@ -140,6 +144,29 @@ class Transcription:
         b.dispose_many([x, features])
         return host
 
+    def inputs(self, piece: array, frames: int | None = None) -> dict:
+        """The pipeline inputs of one window: its audio (or features) and, with
+        ``preprocessing.audio.context``, how many feature frames the encoder takes (``frames``,
+        else as the context says)."""
+        audio = self.loaded.spec.preprocessing.audio
+        out = {audio.input: self.audio_input(piece)}
+        if audio.context is not None:
+            count = audio_context.frames(audio, len(piece)) if frames is None else frames
+            out[audio.context.frames_input] = ([count], (1,))
+        return out
+
+    def decode(self, piece: array, text, frames=None, max_new_tokens=None, cancel=None, **search):
+        """(ids, words, finish reason) of one window, from a fresh state."""
+        stops = frozenset(self.loaded.eos)
+        special = frozenset(text.special_token_ids) | stops
+        result = self.generation.generate(max_new_tokens=max_new_tokens, inputs=self.inputs(piece, frames),
+                                          cancel=cancel, **search)
+        ids = list(result.tokens)
+        if result.finish_reason == "stop" and ids and ids[-1] in stops:
+            ids.pop()   # the stop id ends the window; it is not part of the text
+        words = text.decode([t for t in ids if t not in special], skip_special_tokens=True).strip()
+        return ids, words, result.finish_reason
+
     def transcribe(self, samples, sample_rate: int, on_text=None, cancel=None, max_new_tokens=None,
                    **search) -> TranscriptionResult:
         """Text of mono ``samples`` (floats in [-1, 1]) at ``sample_rate`` Hz.
@@ -161,24 +188,20 @@ class Transcription:
             raise InputError(f"samples: {len(mono)} sample(s) at {sample_rate} Hz is less than one sample at "
                              f"{rate} Hz")
         spans = windows(energy, len(resampled), int(audio.window_seconds * rate), frame)
-        stops = frozenset(loaded.eos)
-        special = frozenset(text.special_token_ids) | stops
         pieces: list[WindowText] = []
         finish = "done"
         for index, (lo, hi) in enumerate(spans):
             began = time.perf_counter()
-            result = self.generation.generate(
-                max_new_tokens=max_new_tokens, inputs={audio.input: self.audio_input(resampled[lo:hi])},
-                cancel=cancel, **search)
-            ids = list(result.tokens)
-            if result.finish_reason == "stop" and ids and ids[-1] in stops:
-                ids.pop()   # the stop id ends the window; it is not part of the text
-            words = text.decode([t for t in ids if t not in special], skip_special_tokens=True).strip()
+            piece = resampled[lo:hi]
+            ids, words, reason = self.decode(piece, text, None, max_new_tokens, cancel, **search)
+            if audio_context.looped(audio, words, reason, max_new_tokens):   # Whisper's own fallback test
+                ids, words, reason = self.decode(piece, text, audio_context.window_frames(audio), max_new_tokens,
+                                                 cancel, **search)
             window = WindowText(index, lo / rate, hi / rate, words, ids, time.perf_counter() - began)
             pieces.append(window)
             if on_text is not None:
                 on_text(window)
-            if result.finish_reason == "cancelled" or (cancel is not None and cancel()):
+            if reason == "cancelled" or (cancel is not None and cancel()):
                 finish = "cancelled"
                 break
         self.generation.reset()
