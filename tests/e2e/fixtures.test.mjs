@@ -133,39 +133,26 @@ describe('WebGPU (SwiftShader): smallest vocabularies', { timeout: TIMEOUTS.file
 
   const skipWhy = () => (names.length === 0 ? 'no fixtures' : !adapter ? 'no WebGPU adapter in this Chromium (even with --enable-unsafe-webgpu)' : null);
 
-  test('WebGPU tokens equal the native greedy tokens (a fresh worker per bundle)', async (t) => {
-    if (skipWhy()) return t.skip(skipWhy());
-    for (const name of picks) {
-      const e = expected[name];
-      assertDecisive(e, name);
-      const fresh = await openRuntimePage(context, server.url);
-      try {
-        const loaded = await loadBundle(fresh, `${server.url}fixtures/${name}/`, fileOf(e, 'webgpu'));
-        for (const [session, s] of Object.entries(loaded.info.sessions)) {
-          assert.match(s.provider, /webgpu/i, `${name}: ${session} runs on ${s.provider}, not webgpu`);
-        }
-        const { result } = await generate(fresh, requestFor(e));
-        assert.deepEqual(result.tokens, e.greedy_tokens, `${name} on WebGPU differs from expected.json`);
-        console.log(`# webgpu ${name}: ${result.tokens.length} tokens equal (adapter ${JSON.stringify(adapter)})`);
-      } finally {
-        await fresh.close();
-      }
-    }
-    assert.deepEqual(offsite, [], 'requests left 127.0.0.1');
-  });
-
   // onnxruntime-web 1.30's WebGPU ArgMax keeps the reduce length of the first shape it compiled
   // for (a program cache shared by every session in a worker): after a 97-word vocabulary, a
   // 512-word one got argmax over its first 97 logits only. The client now starts a fresh worker
-  // for every load after the first, so a second bundle in the same page is right again.
-  test('WebGPU: a second bundle loaded in the same page', async (t) => {
+  // for every load after the first, so a second bundle in the same page is right again: the picks
+  // load one after another in one page, the smallest vocabulary first (each pick loaded once).
+  test('WebGPU tokens equal the native greedy tokens, one bundle after another in one page (a fresh worker per load)', async (t) => {
     if (skipWhy()) return t.skip(skipWhy());
-    const [small, big] = picks;
-    if (!big) return t.skip('needs two fixtures');
-    for (const name of [small, big]) {
-      await loadBundle(page, `${server.url}fixtures/${name}/`, fileOf(expected[name], 'webgpu'));
-      const { result } = await generate(page, requestFor(expected[name]));
-      assert.deepEqual(result.tokens, expected[name].greedy_tokens, `${name} on WebGPU after ${small} in one worker`);
+    for (const [i, name] of picks.entries()) {
+      const e = expected[name];
+      assertDecisive(e, name);
+      const loaded = await loadBundle(page, `${server.url}fixtures/${name}/`, fileOf(e, 'webgpu'));
+      for (const [session, s] of Object.entries(loaded.info.sessions)) {
+        assert.match(s.provider, /webgpu/i, `${name}: ${session} runs on ${s.provider}, not webgpu`);
+      }
+      const { result } = await generate(page, requestFor(e));
+      const order = i ? ` after ${picks.slice(0, i).join(', ')} in one page` : '';
+      assert.deepEqual(result.tokens, e.greedy_tokens, `${name} on WebGPU${order} differs from expected.json`);
+      console.log(`# webgpu ${name}${order}: ${result.tokens.length} tokens equal (adapter ${JSON.stringify(adapter)})`);
     }
+    if (picks.length < 2) console.log('# webgpu: one pick only, no second bundle in the page');
+    assert.deepEqual(offsite, [], 'requests left 127.0.0.1');
   });
 });
