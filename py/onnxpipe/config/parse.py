@@ -127,7 +127,8 @@ class Parser:
                 return None
             one_or_many = _one_or_many(options)
             if one_or_many is not None:   # X | tuple[X, ...]: an object, or a list of them
-                return self.convert(one_or_many if isinstance(raw, list) else typing.get_args(one_or_many)[0], raw, path)
+                picked = one_or_many if isinstance(raw, list) else typing.get_args(one_or_many)[0]
+                return self.convert(picked, raw, path)
             errors = []
             for option in options:
                 if option is type(None):
