@@ -18,7 +18,7 @@ import re
 from typing import Sequence
 
 from ..backends.base import Items
-from ..config.genai_phi4_speech import AUDIO_TAG, AUDIO_TOKEN_ID, MODE_SPEECH, RATES, audio_size
+from ..config.genai_phi4_speech import AUDIO_TAG, AUDIO_TOKEN_ID, MODE_BOTH, MODE_SPEECH, RATES, audio_size
 from ..errors import ConfigError, InputError
 from ..ops.log_mel import speechlib_log_mel_graph
 
@@ -98,9 +98,10 @@ class SpeechFrontEnd:
         provider = "wasm" if "wasm" in loaded.backend.providers else "cpu"   # features go back to the host
         self.features = Phi4AudioFeatures(loaded.backend, read_processor(read_json(path), path), provider)
 
-    def prepare(self, prompt, clips, tokenizer) -> tuple[list[int], dict]:
+    def prepare(self, prompt, clips, tokenizer, images: bool = False) -> tuple[list[int], dict]:
         """(the prompt ids with audio tokens expanded, the clips' pipeline inputs); ``clips`` a
-        list of (mono samples in [-1, 1], sample rate)."""
+        list of (mono samples in [-1, 1], sample rate); ``images``: the prompt has images too
+        (audio_projection_mode 3, as onnxruntime-genai sets it, else 2)."""
         if not isinstance(prompt, str):
             raise InputError("audios: give the prompt as text with <|audio_1|> .. <|audio_N|> tags "
                              "(input_ids can't say where the clips go)")
@@ -117,5 +118,5 @@ class SpeechFrontEnd:
         ids = audio_prompt_ids(prompt, sizes, tokenizer)
         s = self.spec
         return ids, {s.audio_embeds: Items(made), s.audio_sizes: Items(([n], (1,)) for n in sizes),
-                     s.projection_mode: Items(([MODE_SPEECH], (1,)) for _ in sizes),
+                     s.projection_mode: Items(([MODE_BOTH if images else MODE_SPEECH], (1,)) for _ in sizes),
                      s.attention_mask: Items(([True] * shape[1], (1, shape[1])) for _, shape in made)}

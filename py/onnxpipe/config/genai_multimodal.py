@@ -18,8 +18,9 @@ onnxruntime-genai's gemma_image_processor writes); phi3v (Phi-3 / Phi-3.5-vision
 positions, HD crops [1, 17, 3, 336, 336] and image_sizes per image, and the -1 placeholder ids
 its embedding session replaces (one per image token, <|image_N|> tags expanded by the count
 onnxruntime-genai's phi_image_processor writes); phi4mm (Phi-4-multimodal images) as phi3v with
-Phi-4's dynamic crops and masks and the 200010 image token (config/genai_phi4mm.py); phi4mm with
-model.speech (Phi-4-multimodal audio) by config/genai_phi4_speech.py. Every other type is
+Phi-4's dynamic crops and masks and the 200010 image token (config/genai_phi4mm.py); its
+model.speech (Phi-4-multimodal audio) extends that same document with the speech session and a
+second merge into the embedding (config/genai_phi4_speech.py). Every other type is
 refused with what it needs, naming the section of genai_config.json that needs it.
 """
 
@@ -95,7 +96,7 @@ def check(model: dict[str, Any], file: str) -> None:
     if kind == genai_gemma4.TYPE:
         genai_gemma4.check(model, file)
     if "speech" in model and not speech_cleared(model):
-        if kind == "phi4mm":   # Phi-4-multimodal audio: checked here, run by genai_phi4_speech.translate
+        if kind == "phi4mm":   # Phi-4-multimodal audio: checked here, added by genai_phi4_speech.extend
             from . import genai_phi4_speech
 
             genai_phi4_speech.check(model, file)
@@ -176,10 +177,11 @@ def translate(model: dict[str, Any], doc: dict[str, Any], file: str) -> dict[str
     if not any(s in model for s in SECTIONS):
         return doc
     kind = model["type"]
-    if kind == "phi4mm" and "speech" in model and not speech_cleared(model):
-        from . import genai_phi4_speech   # Phi-4-multimodal audio (config/genai_phi4_speech.py)
+    speech = kind == "phi4mm" and "speech" in model and not speech_cleared(model)
+    if speech:   # Phi-4-multimodal audio: its processor file, then the sections genai 0.18 needs beside it
+        from . import genai_phi4_speech
 
-        return genai_phi4_speech.translate(model, doc, file)
+        genai_phi4_speech.check_sections(model, file)
     phi4 = kind == "phi4mm"
     for name in ("vision", "embedding"):
         if name not in model:
@@ -252,6 +254,6 @@ def translate(model: dict[str, Any], doc: dict[str, Any], file: str) -> dict[str
         "config": vision.get("config_filename", "processor_config.json"), "format": "ort-extensions",
         "pixel_values": pixels, **({"grid_thw": grid} if gemma4 or not gemma else {})}
     # phi3v: image_sizes; gemma4: pixel_position_ids
-    if phi4:
-        genai_phi4mm.extend(model, doc, file)
+    if phi4:   # the crop masks; audio_features from model.speech (config/genai_phi4_speech.py) or [0, hidden]
+        genai_phi4mm.extend(model, doc, file, speech)
     return doc

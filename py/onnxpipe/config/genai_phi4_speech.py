@@ -7,15 +7,16 @@ ops/log_mel.py ``speechlib_log_mel_graph``) -> audio_embeds [1, frames, n_mels],
 [ceil(frames / audio_compression_rate)]; the prompt's ``<|audio_N|>`` tags become
 ``<|endoftext11|>`` before tokenizing and each id 200011 is repeated audio_sizes times
 (phi_multimodal_processor.cpp); the speech session (audio_embeds, audio_sizes,
-audio_projection_mode: 2 with audio and no image) gives audio_features, which the embedding
-session places itself at the 200011 ids. Its C++ loads a vision session for every phi4mm bundle,
-so real bundles have a model.vision section too (the phi4mm image path is config/genai_phi4mm.py's).
+audio_projection_mode: 2 with audio and no image, 3 with both) gives audio_features, which the
+embedding session places itself at the 200011 ids, beside the vision session's image_features
+at the 200010 ids. Its C++ loads a vision session for every phi4mm bundle, so real bundles have
+a model.vision section too (the phi4mm image path, config/genai_phi4mm.py).
 
 ``check`` reads model.speech and the processor file and raises a ConfigError naming the file and
 JSON path of the first thing onnxpipe can't compute; ``read_processor`` gives the feature
-settings per sample rate as data for the runtime (audio/phi4_features.py); ``translate`` makes
-the pipeline: the speech session once per clip, the embedding session with the clips' rows
-merged at the 200011 ids and image_features [0, hidden], the decoder on inputs_embeds.
+settings per sample rate as data for the runtime (audio/phi4_features.py); ``extend`` adds the
+speech part to the phi4mm images translation: the speech session once per clip, its rows
+merged by the embedding session at the 200011 ids (a second ``merge`` entry of that step).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from .parse import describe
 
 AUDIO_TOKEN_ID, IMAGE_TOKEN_ID = 200011, 200010   # fixed in onnxruntime-genai's processor
 AUDIO_TAG = "<|endoftext11|>"                      # what each <|audio_N|> becomes before tokenizing
-MODE_SPEECH = 2                                     # audio_projection_mode with audio and no image
+MODE_SPEECH, MODE_BOTH = 2, 3                       # audio_projection_mode: audio and no image; both
 RATES = (8000, 16000)                               # the rates Phi4AudioEmbed has settings for
 SPEECH_KEYS = ("filename", "config_filename", "session_options", "inputs", "outputs")
 SPEECH_INPUTS = ("audio_embeds", "audio_sizes", "audio_projection_mode", "attention_mask")
@@ -154,8 +155,15 @@ def audio_size(frames: int, compression: int) -> int:
     return -(-frames // compression)
 
 
-_EMBEDDING_KEYS = ("filename", "session_options", "inputs", "outputs")
-_EMBEDDING_INPUTS = ("input_ids", "image_features", "audio_features")
+def check_sections(model: dict[str, Any], file: str) -> None:
+    """``check``, then the model.vision and model.embedding objects onnxruntime-genai 0.18 loads
+    beside every phi4mm speech session (their keys are read by genai_multimodal.translate)."""
+    check(model, file)
+    for name in ("vision", "embedding"):
+        if not isinstance(model.get(name), dict) or not isinstance(model[name].get("filename"), str):
+            raise ConfigError(f'model.type "phi4mm": expected a model.{name} object with a "filename" '
+                              f"(onnxruntime-genai loads one for every phi4mm bundle), found "
+                              f"{describe(model.get(name))}", file=file, path=f"$.model.{name}")
 
 
 def _session(section: dict[str, Any], file: str, path: str) -> dict[str, Any]:
@@ -165,65 +173,25 @@ def _session(section: dict[str, Any], file: str, path: str) -> dict[str, Any]:
             **session_settings(section.get("session_options", {}), file, f"{path}.session_options")}
 
 
-def translate(model: dict[str, Any], doc: dict[str, Any], file: str) -> dict[str, Any]:
-    """The decoder-only translation ``doc`` of a phi4mm bundle with model.speech, extended to run
-    the speech session once per clip (``audios=``) and the embedding session with its rows merged
-    at the 200011 ids (image_features fed [0, hidden]); the vision session is not run (images in
-    a phi4mm prompt are config/genai_phi4mm.py's)."""
-    check(model, file)
-    speech = model["speech"]
-    for name in ("vision", "embedding"):   # genai 0.18 loads a vision session for every phi4mm bundle
-        if not isinstance(model.get(name), dict) or not isinstance(model[name].get("filename"), str):
-            raise ConfigError(f'model.type "phi4mm": expected a model.{name} object with a "filename" '
-                              f"(onnxruntime-genai loads one for every phi4mm bundle), found "
-                              f"{describe(model.get(name))}", file=file, path=f"$.model.{name}")
-    embedding = model["embedding"]
-    for key in embedding:
-        if key not in _EMBEDDING_KEYS:
-            raise ConfigError(f'model.type "phi4mm": the key "{key}" in model.embedding is not supported '
-                              f'(onnxpipe reads {", ".join(_EMBEDDING_KEYS)})', file=file,
-                              path=f"$.model.embedding.{key}")
-    for part, valid in (("inputs", _EMBEDDING_INPUTS), ("outputs", ("inputs_embeds",))):
-        for key in _object(embedding.get(part, {}), file, f"$.model.embedding.{part}"):
-            if key not in valid:
-                raise ConfigError(f'the key "{key}" in model.embedding.{part} is not supported (onnxpipe reads '
-                                  f'{", ".join(valid)})', file=file, path=f"$.model.embedding.{part}.{key}")
-    hidden = model["decoder"].get("hidden_size")
-    if isinstance(hidden, bool) or not isinstance(hidden, int) or hidden <= 0:
-        raise ConfigError(f"expected the hidden size (a positive integer): the embedding session's image_features "
-                          f"is fed [0, hidden_size] (no image here); found {describe(hidden)}", file=file,
-                          path="$.model.decoder.hidden_size")
-    s_in, e_in = speech.get("inputs", {}), embedding.get("inputs", {})
+def extend(model: dict[str, Any], doc: dict[str, Any], file: str) -> None:
+    """The phi4mm images translation ``doc`` (genai_multimodal.translate, genai_phi4mm.extend)
+    extended with the speech session, run once per clip (``audios=``) before the embedding, and
+    a second entry in the embedding step's ``merge``: its audio_features rows at the 200011 ids,
+    beside the vision session's image_features at the 200010 ids."""
+    speech, embedding = model["speech"], model["embedding"]
+    s_in = speech.get("inputs", {})
     embeds = s_in.get("audio_embeds", "audio_embeds")
     features = speech.get("outputs", {}).get("audio_features", "audio_features")
-    ids = e_in.get("input_ids", "input_ids")
-    fed, images = e_in.get("audio_features", "audio_features"), e_in.get("image_features", "image_features")
-    out = embedding.get("outputs", {}).get("inputs_embeds", "inputs_embeds")
-    decoder_in = model["decoder"].get("inputs", {}).get("inputs_embeds", "inputs_embeds")
-
+    fed = embedding.get("inputs", {}).get("audio_features", "audio_features")
     pipeline = doc["pipeline"]
-    pipeline["sessions"] = {"speech": _session(speech, file, "$.model.speech"),
-                            "embedding": _session(embedding, file, "$.model.embedding"), **pipeline["sessions"]}
-    pipeline["flow"] = [
-        {"run": "speech", "when": "init", "loop": "per_image", "loop_over": embeds},
-        {"run": "embedding", "when": "step", "merge": {"from": f"speech.{features}", "into": fed,
-                                                       "token": "audio_token"}},
-        {"run": "decoder", "when": "step"},
-    ]
-    wires = [w for w in pipeline["dataflow"] if not w["to"].startswith("decoder.")]   # ids go to the embedding
-    if ids != "input_ids":
-        wires.append({"from": "inputs.input_ids", "to": f"embedding.{ids}"})
-    if out != decoder_in:
-        wires.append({"from": f"embedding.{out}", "to": f"decoder.{decoder_in}"})
-    pipeline.setdefault("inputs", {})[images] = {
-        "dtype": "float32", "shape": [0, hidden], "default": [],
-        "doc": "image features (none: onnxpipe runs this bundle's audio, not its images)"}
-    wires.append({"from": f"inputs.{images}", "to": f"embedding.{images}"})
-    pipeline["dataflow"] = wires
+    pipeline["sessions"] = {"speech": _session(speech, file, "$.model.speech"), **pipeline["sessions"]}
+    flow = pipeline["flow"]
+    at = next(i for i, step in enumerate(flow) if step["run"] == "embedding")
+    flow[at]["merge"] = [flow[at]["merge"], {"from": f"speech.{features}", "into": fed, "token": "audio_token"}]
+    flow.insert(at, {"run": "speech", "when": "init", "loop": "per_image", "loop_over": embeds})
     doc["tokens"].setdefault("extra", {})["audio_token"] = AUDIO_TOKEN_ID
     doc.setdefault("preprocessing", {})["speech"] = {
         "config": speech["config_filename"], "audio_embeds": embeds,
         "audio_sizes": s_in.get("audio_sizes", "audio_sizes"),
         "projection_mode": s_in.get("audio_projection_mode", "audio_projection_mode"),
         "attention_mask": s_in.get("attention_mask", "audio_attention_mask")}
-    return doc

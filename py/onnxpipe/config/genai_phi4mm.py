@@ -9,10 +9,11 @@ token count, and feeds the embedding session input_ids, image_features and, when
 takes it, audio_features ([0, hidden] without audio; onnxpipe feeds it when
 embedding.inputs names it). onnxpipe runs the vision session once per
 image (crops unpadded; a vision model reads each image on its own), with the same inputs.
+A bundle with a speech session gets it added by config/genai_phi4_speech.py ``extend``.
 
 A bundle without audio clears its speech block (``"speech": {"filename": "",
 "config_filename": ""}``): onnxruntime-genai then loads no speech session (absent, the block's
-default config_filename asks for one). Audio input (a speech session) is not this module's.
+default config_filename asks for one).
 """
 
 from __future__ import annotations
@@ -38,12 +39,19 @@ def image_token(model: dict[str, Any], file: str) -> int:
     return IMAGE_TOKEN
 
 
-def extend(model: dict[str, Any], doc: dict[str, Any], file: str) -> None:
+def extend(model: dict[str, Any], doc: dict[str, Any], file: str, speech: bool = False) -> None:
     """The crop masks as the third per-image input of the vision session; the embedding's
-    audio_features fed [0, hidden] (as onnxruntime-genai feeds it without a speech session)."""
+    audio_features from the speech session when the bundle has one (``speech``:
+    config/genai_phi4_speech.py ``extend``), else fed [0, hidden] (as onnxruntime-genai feeds it
+    without a speech session)."""
     vision, embedding = model["vision"], model["embedding"]
     doc["preprocessing"]["image"]["attention_mask"] = vision.get("inputs", {}).get(
         "attention_mask", "image_attention_mask")
+    if speech:
+        from . import genai_phi4_speech
+
+        genai_phi4_speech.extend(model, doc, file)
+        return
     audio = embedding.get("inputs", {}).get("audio_features")
     if audio is None:
         return   # an embedding session that takes no audio features

@@ -45,6 +45,17 @@ def _type_name(tp: Any) -> str:
     return {str: "a string", int: "an integer", float: "a number", bool: "true or false"}.get(tp, str(tp))
 
 
+def _one_or_many(options: tuple) -> Any:
+    """``tuple[X, ...]`` when the union's options are X and a list of X (besides None): the
+    JSON value's kind then picks the option, so an error names the key inside it."""
+    real = [o for o in options if o is not type(None)]
+    many = [o for o in real if typing.get_origin(o) is tuple]
+    if len(real) == 2 and len(many) == 1 and dataclasses.is_dataclass(typing.get_args(many[0])[0]) \
+            and typing.get_args(many[0])[0] in real:
+        return many[0]
+    return None
+
+
 def describe(value: Any) -> str:
     """The value as it looks in JSON, with its JSON type: 'string "100"', 'boolean true'."""
     if value is None:
@@ -114,6 +125,10 @@ class Parser:
             options = typing.get_args(tp)
             if raw is None and type(None) in options:
                 return None
+            one_or_many = _one_or_many(options)
+            if one_or_many is not None:   # X | tuple[X, ...]: an object, or a list of them
+                picked = one_or_many if isinstance(raw, list) else typing.get_args(one_or_many)[0]
+                return self.convert(picked, raw, path)
             errors = []
             for option in options:
                 if option is type(None):

@@ -152,8 +152,18 @@ class FlowStep:
     on: str = spec("any", "step phase: which passes run it (prompt: more than one token per "
                           "sequence fed; token_gen: one)", choices=PASS_KINDS)
     cross_attention_from: str | None = spec(None, "encoder session whose outputs are frozen")
-    merge: MergeFeatures | None = spec(None, "write an earlier session's rows over this step's "
-                                             "output at a token's positions (engine/merge.py)")
+    merge: MergeFeatures | tuple[MergeFeatures, ...] | None = spec(
+        None, "write an earlier session's rows over this step's output at a token's positions "
+              "(engine/merge.py); a list merges several sources, each at its own token")
+
+    def merges(self, index: int) -> list[tuple[MergeFeatures, str]]:
+        """Each of ``merge``'s entries with its JSON path (step ``index`` of pipeline.flow)."""
+        path = f"$.pipeline.flow[{index}].merge"
+        if self.merge is None:
+            return []
+        if isinstance(self.merge, MergeFeatures):
+            return [(self.merge, path)]
+        return [(m, f"{path}[{k}]") for k, m in enumerate(self.merge)]
 
 
 @dataclass(frozen=True)

@@ -74,7 +74,7 @@ def validate_spec(spec: PipelineSpec, file: str, bundle_dir: str | None = None) 
 def _check_token_extras(spec: PipelineSpec, file: str) -> None:
     """Model-specific ids (tokens.image_token, ...) are ids, and something reads each: a flow
     step merging at it, the image/position code (image_token), or a plugin (which may read any)."""
-    used = {s.merge.token for s in spec.pipeline.flow if s.merge is not None}
+    used = {m.token for i, s in enumerate(spec.pipeline.flow) for m, _ in s.merges(i)}
     if spec.preprocessing.image is not None or spec.pipeline.state.position_ids.strategy in ("mrope_3d", "auto"):
         used.add("image_token")
     for name, value in spec.tokens.extra.items():

@@ -98,10 +98,12 @@ class Executor:
         if plan.counter_dtype is not None:
             shape = (1,) if len(infos[plan.step.counter].shape) == 1 else ()
             feeds[plan.step.counter] = backend.tensor([index], plan.counter_dtype, shape)
-        fed_rows = None
-        if plan.step.merge is not None and plan.step.merge.into in infos:
-            feeds[plan.step.merge.into], ours = feed_features(backend, self.values, plan, inputs)
-            fed_rows = feeds[plan.step.merge.into] if ours else None
+        fed_rows = []
+        if plan.merges:
+            for name, (rows, ours) in feed_features(backend, self.values, plan, inputs).items():
+                feeds[name] = rows
+                if ours:
+                    fed_rows.append(rows)
         hook = self._before_run
         plugin_made = []
         if hook is not None:
@@ -119,9 +121,8 @@ class Executor:
             outputs = per_image.run_per_item(backend, plan, feeds, inputs)
         else:
             outputs = backend.run(plan.session, feeds, plan.outputs, bound)
-        if fed_rows is not None:
-            backend.dispose(fed_rows)
-        elif plan.step.merge is not None and plan.step.merge.into not in infos:
+        backend.dispose_many(fed_rows)
+        if plan.merges:
             merge_features(backend, self.values, plan, outputs, inputs)
         if plugin_made:   # tensors the plugin made for this run are ours to free
             backend.dispose_many(plugin_made)

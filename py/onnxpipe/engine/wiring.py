@@ -30,8 +30,8 @@ class StepPlan:
     outputs: list[str] = field(default_factory=list)  # fetched from the engine
     keep: list[str] = field(default_factory=list)     # of those, the ones wires read
     counter_dtype: str | None = None
-    merge_source: tuple[str, str] | None = None   # step.merge: (session, output) of the rows
-    merge_token: int | None = None                # step.merge: the id whose positions take them
+    # step.merge, each entry: (the entry, (session, output) of the rows, the id whose positions take them)
+    merges: list[tuple[object, tuple[str, str], int | None]] = field(default_factory=list)
 
 
 @dataclass
@@ -150,7 +150,7 @@ def plan_flow(spec: PipelineSpec, sessions: dict, components: list, file: str,
                 plan.state.append(comp)
         for name, info in session.inputs.items():
             key = (step.run, name)
-            if step.merge is not None and step.merge.into == name:
+            if any(m.into == name for m, _ in step.merges(index)):
                 continue   # the merge feeds it (engine/merge.py feed_features)
             if key in self_wires:
                 plan.self_feeds[name] = self_wires[key]

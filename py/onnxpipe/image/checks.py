@@ -24,17 +24,23 @@ def check_config(spec: PipelineSpec, file: str, bundle_dir: str | None = None) -
         _endpoint(spec, positions.grid_source, file, f"{where}.grid_source")
     order = [s.run for s in spec.pipeline.flow]
     for i, step in enumerate(spec.pipeline.flow):
-        if step.merge is None:
-            continue
-        path = f"$.pipeline.flow[{i}].merge"
-        source = _endpoint(spec, step.merge.from_, file, f"{path}.from")
-        if source not in order[:i]:
-            raise ConfigError(f'session "{source}" must run before "{step.run}" in the flow to merge its '
-                              f'output into "{step.run}"', file=file, path=f"{path}.from")
-        token = spec.tokens.extra.get(step.merge.token)   # absent: the bundle takes no images
-        if token is not None and (isinstance(token, bool) or not isinstance(token, int)):
-            raise ConfigError(f'merging at tokens.extra.{step.merge.token}: expected that id (an integer) in '
-                              f'tokens.extra, found {token!r}', file=file, path=f"{path}.token")
+        if step.merge == ():
+            raise ConfigError("expected a merge object or a list of at least one, found an empty list",
+                              file=file, path=f"$.pipeline.flow[{i}].merge")
+        seen: dict[str, str] = {}
+        for merge, path in step.merges(i):
+            source = _endpoint(spec, merge.from_, file, f"{path}.from")
+            if source not in order[:i]:
+                raise ConfigError(f'session "{source}" must run before "{step.run}" in the flow to merge its '
+                                  f'output into "{step.run}"', file=file, path=f"{path}.from")
+            token = spec.tokens.extra.get(merge.token)   # absent: the bundle takes no images
+            if token is not None and (isinstance(token, bool) or not isinstance(token, int)):
+                raise ConfigError(f'merging at tokens.extra.{merge.token}: expected that id (an integer) in '
+                                  f'tokens.extra, found {token!r}', file=file, path=f"{path}.token")
+            if merge.token in seen:   # one token's positions take one source's rows
+                raise ConfigError(f'tokens.extra.{merge.token} is merged at already by {seen[merge.token]}: '
+                                  "each merge of a step needs its own token", file=file, path=f"{path}.token")
+            seen[merge.token] = path
 
 
 register_check("vision", check_config, order=80)

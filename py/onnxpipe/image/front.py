@@ -57,29 +57,30 @@ def attach(config, plan, sessions: dict, components: list, executor) -> None:
     processor = load_config(config)
     for plans in plan.phases.values():
         for p in plans:
-            merge = p.step.merge
-            if merge is None:
-                continue
-            i = p.index
-            if merge.into in p.session.inputs:
-                _check_fed_rows(p, file, f"$.pipeline.flow[{i}].merge.into")
-            elif merge.into not in p.session.outputs:
-                raise ConfigError(f'session "{p.step.run}" has no output or input "{merge.into}" '
-                                  f'(outputs: {", ".join(p.session.outputs)}; inputs: '
-                                  f'{", ".join(p.session.inputs)})', file=file,
-                                  path=f"$.pipeline.flow[{i}].merge.into")
-            if "input_ids" not in plan.pipeline_inputs:
-                raise ConfigError("merge places rows at token positions: it needs a token loop "
-                                  "(the input_ids pipeline input)", file=file, path=f"$.pipeline.flow[{i}].merge")
-            source, output = merge.from_.split(".", 1)
-            if source in sessions:
-                if output not in sessions[source].outputs:
-                    raise ConfigError(f'session "{source}" has no output "{output}" (outputs: '
-                                      f'{", ".join(sessions[source].outputs)})', file=file,
-                                      path=f"$.pipeline.flow[{i}].merge.from")
-                _keep(plan, source, output)
-            p.merge_source = (source, output)
-            p.merge_token = spec.tokens.extra.get(merge.token)
+            fed: dict[str, str] = {}   # input -> the entry that feeds it
+            for merge, path in p.step.merges(p.index):
+                if merge.into in p.session.inputs:
+                    _check_fed_rows(p, merge.into, file, f"{path}.into")
+                    if merge.into in fed:
+                        raise ConfigError(f'input "{merge.into}" of session "{p.step.run}" is fed by {fed[merge.into]} '
+                                          "already: each source's rows go to their own input", file=file,
+                                          path=f"{path}.into")
+                    fed[merge.into] = path
+                elif merge.into not in p.session.outputs:
+                    raise ConfigError(f'session "{p.step.run}" has no output or input "{merge.into}" '
+                                      f'(outputs: {", ".join(p.session.outputs)}; inputs: '
+                                      f'{", ".join(p.session.inputs)})', file=file, path=f"{path}.into")
+                if "input_ids" not in plan.pipeline_inputs:
+                    raise ConfigError("merge places rows at token positions: it needs a token loop "
+                                      "(the input_ids pipeline input)", file=file, path=path)
+                source, output = merge.from_.split(".", 1)
+                if source in sessions:
+                    if output not in sessions[source].outputs:
+                        raise ConfigError(f'session "{source}" has no output "{output}" (outputs: '
+                                          f'{", ".join(sessions[source].outputs)})', file=file,
+                                          path=f"{path}.from")
+                    _keep(plan, source, output)
+                p.merges.append((merge, (source, output), spec.tokens.extra.get(merge.token)))
     positions = spec.pipeline.state.position_ids
     if positions.grid_source:
         source, output = positions.grid_source.split(".", 1)
@@ -110,12 +111,12 @@ def attach(config, plan, sessions: dict, components: list, executor) -> None:
                        processor.gemma4)
 
 
-def _check_fed_rows(p, file: str, path: str) -> None:
+def _check_fed_rows(p, into: str, file: str, path: str) -> None:
     """A merge into an input is fed [0, dims...] on runs without the token: dims after the
     first must be fixed."""
-    shape = p.session.inputs[p.step.merge.into].shape
+    shape = p.session.inputs[into].shape
     if len(shape) < 2 or not all(isinstance(d, int) for d in shape[1:]):
-        raise ConfigError(f'input "{p.step.merge.into}" of session "{p.step.run}" takes the rows, so it '
+        raise ConfigError(f'input "{into}" of session "{p.step.run}" takes the rows, so it '
                           f"needs the shape [rows, fixed dims...] (fed with 0 rows when the ids hold no "
                           f"placeholder); found {list(shape)}", file=file, path=path)
 
@@ -209,7 +210,7 @@ class ImageFrontEnd:
         its number, becomes <|endoftext10|> and the whole text is tokenized; ``prepare`` expands
         each of those ids and checks there is one per image."""
         if self.config.dynamic_hd_crops:
-            return tokenizer.encode(TAG.sub(PHI4_IMAGE, text), add_special_tokens=True)
+            return tokenizer.encode(self.phi4_text(text), add_special_tokens=True)
         if not self.config.hd:
             return None
         tags = [int(n) for n in TAG.findall(text)]
@@ -223,6 +224,12 @@ class ImageFrontEnd:
                 ids.append(self.token)
             ids.extend(tokenizer.encode(piece, add_special_tokens=True))   # empty ones too, as genai
         return ids
+
+    def phi4_text(self, text: str) -> str:
+        """Phi-4-multimodal's prompt text with each <|image_N|> tag made <|endoftext10|>, as
+        onnxruntime-genai's phi_multimodal_processor does before tokenizing (with its
+        <|audio_N|> tags, audio/phi4_features.py); the text unchanged for other processors."""
+        return TAG.sub(PHI4_IMAGE, text) if self.config.dynamic_hd_crops else text
 
     def prepare(self, ids: list[int], images) -> tuple[list[int], dict]:
         """(the ids with each image token expanded, the per-image pipeline inputs)."""

@@ -254,13 +254,14 @@ class LoadedPipeline:
             raise InputError("this bundle takes no images (no preprocessing.image in its pipeline.json)")
         return self.images.prepare(ids, images)
 
-    def with_audios(self, prompt, audios) -> tuple[list[int], dict]:
-        """(prompt ids with audio tokens expanded, the clips' pipeline inputs); see audio/phi4_features.py."""
+    def with_audios(self, prompt, audios, images: bool = False) -> tuple[list[int], dict]:
+        """(prompt ids with audio tokens expanded, the clips' pipeline inputs); see audio/phi4_features.py.
+        ``images``: the prompt has images too (their tags already made ids, expanded by with_images)."""
         if not isinstance(audios, (list, tuple)):
             raise InputError(f"audios: expected a list of (samples, sample_rate), found {type(audios).__name__}")
         if self.speech is None:
             raise InputError("this bundle takes no audio (no preprocessing.speech in its pipeline.json)")
-        return self.speech.prepare(prompt, audios, self.tokenizer())
+        return self.speech.prepare(prompt, audios, self.tokenizer(), images)
 
     def reset(self) -> None:
         """Empty state (no positions held)."""

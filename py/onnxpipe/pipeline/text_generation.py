@@ -172,13 +172,21 @@ class TextGeneration:
         """(prompt ids, options, the images' (or clips') pipeline inputs)."""
         self.loaded.require_loop(True, "run(inputs=...); generate() and chat() need a token loop")
         if audios:   # Phi-4-multimodal clips: the prompt's <|audio_N|> tags expanded (audio/phi4_features.py)
-            if images or input_ids is not None:
-                raise InputError("audios: give them with a text prompt alone (no images or input_ids beside them)")
-            check_unicode("prompt", prompt) if isinstance(prompt, str) else None
-            ids, clips = self.loaded.with_audios(prompt, audios)
+            if input_ids is not None:
+                raise InputError("audios: give them with a text prompt alone, not input_ids (ids can't say "
+                                 "where the clips go)")
+            front = self.loaded.images
+            if images and front is not None and not front.config.dynamic_hd_crops:
+                raise InputError("audios with images: only a Phi-4-multimodal image processor places both "
+                                 "(<|image_N|> and <|audio_N|> tags in one prompt); this bundle's does not")
+            if isinstance(prompt, str):
+                check_unicode("prompt", prompt)
+                prompt = front.phi4_text(prompt) if front is not None else prompt   # image tags: genai's ids
+            ids, clips = self.loaded.with_audios(prompt, audios, bool(images))
+            ids, pictures = self.loaded.with_images(ids, images)   # each image's ids expanded
             opts = self.loaded.options(search, max_new_tokens, DEFAULT_MAX_NEW_TOKENS)
             self.check_length(len(ids), opts)
-            return ids, opts, clips
+            return ids, opts, {**clips, **pictures}
         if self.loaded.speech is not None and isinstance(prompt, str):
             refuse_tags_without_clips(prompt)
         if isinstance(prompt, str) and isinstance(images, (list, tuple)) and images \

@@ -1,9 +1,10 @@
-"""An onnxruntime-genai Phi-4-multimodal bundle with audio (model.type "phi4mm", model.speech;
-tests/fixtures/genai_phi4mm_speech.py): its audio processor file read as data, the features
-(ops/log_mel.py speechlib_log_mel_graph) against the audio_embeds onnxruntime-genai 0.18 made,
-the audio token count and the prompt ids against its own, at 16 kHz and 8 kHz; and the bundle
-loaded unchanged: its greedy tokens agree with onnxruntime-genai's with a clip and without
-(margin rule, tests/agreement.py)."""
+"""An onnxruntime-genai Phi-4-multimodal bundle with audio and images (model.type "phi4mm",
+model.speech, model.vision, model.embedding; tests/fixtures/genai_phi4mm_speech.py): its audio
+processor file read as data, the features (ops/log_mel.py speechlib_log_mel_graph) against the
+audio_embeds onnxruntime-genai 0.18 made, the audio token count and the prompt ids against its
+own, at 16 kHz and 8 kHz; and the bundle loaded unchanged: its greedy tokens agree with
+onnxruntime-genai's with a clip, an image, both in one prompt and neither (margin rule,
+tests/agreement.py)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from onnxpipe.audio.phi4_features import Phi4AudioFeatures, audio_prompt_ids
 from onnxpipe.backends.native import NativeBackend
 from onnxpipe.config import genai_phi4_speech
 from onnxpipe.errors import ConfigError, InputError
+from onnxpipe.image import Image
 from onnxpipe.text.native import load_text_processor
 from tests.agreement import assert_greedy_agrees
 from tests.fixtures import tiny_models
@@ -99,14 +101,26 @@ def test_bundle_is_genai_only(bundle):
     assert (bundle / "genai_config.json").is_file() and not (bundle / "pipeline.json").exists()
 
 
-@pytest.mark.parametrize("name", ["clip", "clip8k", "text"])
+def _media(bundle: Path, expected: dict, case: dict) -> dict:
+    """The case's clip and image as generate() takes them."""
+    media = {}
+    if "clip" in case:
+        media["audios"] = [_samples(bundle / expected["clips"][case["clip"]]["file"])]
+    if "image" in case:
+        info = expected["image"]
+        media["images"] = [Image((bundle / info["rgb"]).read_bytes(), info["width"], info["height"])]
+    return media
+
+
+@pytest.mark.parametrize("name", ["clip", "clip8k", "text", "image", "both"])
 def test_greedy_tokens_agree_with_onnxruntime_genai(pipe, bundle, expected, name):
     """audios=[(samples, rate)]: the speech session once per clip, its rows merged by the
-    embedding session at the 200011 ids; text alone: image and audio features fed [0, hidden]."""
+    embedding session at the 200011 ids; images: the vision session's rows at the 200010 ids;
+    both in one prompt (<|image_1|> and <|audio_1|>, audio_projection_mode 3): the embedding
+    step's two merges; text alone: image and audio features fed [0, hidden]."""
     case = expected["cases"][name]
-    audios = [_samples(bundle / expected["clips"][name]["file"])] if name in expected["clips"] else None
-    result = pipe.generate(prompt=case["prompt"], audios=audios, max_new_tokens=expected["max_new_tokens"],
-                           do_sample=False)
+    result = pipe.generate(prompt=case["prompt"], max_new_tokens=expected["max_new_tokens"], do_sample=False,
+                           **_media(bundle, expected, case))
     assert result.prompt_tokens == len(case["input_ids"])
     assert len(result.tokens) == len(case["greedy_tokens"])
     assert_greedy_agrees(result.tokens, case["greedy_tokens"], case["margins"], LOGIT_TOLERANCE)
@@ -122,6 +136,22 @@ def test_the_clip_decides_the_tokens(pipe, bundle, expected):
     assert result.tokens != case["greedy_tokens"]
 
 
+def test_image_and_clip_both_count(pipe, bundle, expected):
+    """With the image and the clip, genai's tokens differ from the clip alone's and from the image
+    alone's (the agreement above needs both merges); the clip is fed audio_projection_mode 3 with
+    images, 2 without, as onnxruntime-genai sets it (this speech graph's tokens don't tell the two
+    apart, so the fed value is checked)."""
+    both = expected["cases"]["both"]
+    assert both["greedy_tokens"] not in (expected["cases"]["clip"]["greedy_tokens"],
+                                         expected["cases"]["image"]["greedy_tokens"])
+    media = _media(bundle, expected, both)
+    ids, inputs = pipe.loaded.with_audios(both["prompt"].replace("<|image_1|>", "<|endoftext10|>"),
+                                          media["audios"], images=True)
+    assert [list(v[0]) for v in inputs["audio_projection_mode"]] == [[3]]
+    ids, inputs = pipe.loaded.with_audios(expected["cases"]["clip"]["prompt"], media["audios"])
+    assert [list(v[0]) for v in inputs["audio_projection_mode"]] == [[2]]
+
+
 def test_audio_requests_are_checked(pipe, bundle, expected):
     clip = _samples(bundle / "clip.wav")
     with pytest.raises(InputError, match=r"audio tags \[\] for 1 clip"):
@@ -130,6 +160,11 @@ def test_audio_requests_are_checked(pipe, bundle, expected):
         pipe.generate(prompt="<s><|audio_1|>ab", audios=[(clip[0], 44100)], max_new_tokens=1)
     with pytest.raises(InputError, match=r"audios: give them with a text prompt alone"):
         pipe.generate(input_ids=[2, 4], audios=[clip], max_new_tokens=1)
+    image = _media(bundle, expected, expected["cases"]["image"])["images"]
+    with pytest.raises(InputError, match=r"^the prompt has \d+ image token\(s\) \(id 200010\) but no image was given$"):
+        pipe.generate(prompt=expected["cases"]["both"]["prompt"], audios=[clip], max_new_tokens=1)
+    with pytest.raises(InputError, match=r"the prompt has 0 image token\(s\) \(id 200010\) for 1 image"):
+        pipe.generate(prompt=expected["cases"]["clip"]["prompt"], audios=[clip], images=image, max_new_tokens=1)
 
 
 def test_audio_tokens_without_clips_name_the_clips(pipe, expected):

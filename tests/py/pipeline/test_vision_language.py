@@ -146,7 +146,42 @@ def test_spatial_merge_size_sets_the_grid_cells_per_token(bundle, expected, tmp_
         _generate(other, expected, _images(bundle, expected))
 
 
+def _merges(*entries):
+    """An edit: the vision-language preset's flow with the embedding step's ``merge`` set to
+    ``entries`` (one value, or a list when several)."""
+    import copy
+
+    from onnxpipe.config.presets import PRESETS
+
+    def edit(spec):
+        flow = copy.deepcopy(PRESETS["vision-language"]["pipeline"]["flow"])
+        flow[1]["merge"] = entries[0] if len(entries) == 1 else list(entries)
+        spec["pipeline"]["flow"] = flow
+    return edit
+
+
+_MERGE = {"from": "vision.image_features", "into": "inputs_embeds", "token": "image_token"}
+
+
+def test_a_merge_list_of_one_is_the_merge(bundle, expected, tmp_path):
+    """``merge`` as a list (several sources, each at its own token; one here) runs as the object."""
+    pipe = onnxpipe.load(_variant(bundle, tmp_path, _merges([_MERGE])))
+    assert _generate(pipe, expected, _images(bundle, expected)).tokens == expected["greedy_tokens"]
+
+
 @pytest.mark.parametrize("edit,path,message", [
+    (_merges([]), "$.pipeline.flow[1].merge", "expected a merge object or a list of at least one, found an empty list"),
+    (_merges(5), "$.pipeline.flow[1].merge", "expected an object, found integer 5"),
+    (_merges(_MERGE, 5), "$.pipeline.flow[1].merge[1]", "expected an object, found integer 5"),
+    (_merges(_MERGE, {"from": "vision.image_features"}), "$.pipeline.flow[1].merge[1].into",
+     'missing required key "into"'),
+    (_merges(_MERGE, dict(_MERGE, **{"from": "decoder.logits", "token": "audio_token"})),
+     "$.pipeline.flow[1].merge[1].from", 'session "decoder" must run before "embedding"'),
+    (_merges(_MERGE, _MERGE), "$.pipeline.flow[1].merge[1].token",
+     "tokens.extra.image_token is merged at already by $.pipeline.flow[1].merge[0]"),
+    (lambda s: (_merges(_MERGE, dict(_MERGE, into="nope", token="audio_token"))(s),
+                s["tokens"]["extra"].update(audio_token=301)),
+     "$.pipeline.flow[1].merge[1].into", 'session "embedding" has no output or input "nope"'),
     (lambda s: s["preprocessing"]["image"]["expected_outputs"]["pixel_values"].update(rank=4),
      "$.preprocessing.image.expected_outputs.pixel_values.rank", "makes \"pixel_values\" with rank 2, not 4"),
     (lambda s: s["preprocessing"]["image"]["expected_outputs"]["image_grid_thw"].update(dtype="float32"),
