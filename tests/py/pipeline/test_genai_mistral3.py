@@ -97,6 +97,17 @@ def test_an_image_of_another_size_is_resized_as_genai_does(pipe, bundle, expecte
     _agrees(result, case)
 
 
+def test_two_images_of_different_sizes(pipe, bundle, expected):
+    """Two [IMG] in the prompt, a 24x32 and a 20x44 image: genai pads them into one batch and
+    runs its vision session per image on the unpadded size, as the per-image loop here does."""
+    case = expected["cases"]["two"]
+    assert case["image_sizes"] == [[24, 32], [24, 48]]
+    images = [_image(bundle, expected["image"]), _image(bundle, expected["other"], name="other")]
+    result = _run(pipe, expected, prompt=case["prompt"], images=images)
+    assert result.prompt_tokens == len(case["input_ids"])
+    _agrees(result, case)
+
+
 def test_the_image_decides_the_tokens(pipe, bundle, expected):
     case = expected["cases"]["image"]
     inverted = bytes(255 - b for b in (bundle / "image.rgb").read_bytes())
