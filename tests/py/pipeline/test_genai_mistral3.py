@@ -167,3 +167,20 @@ def test_what_genai_would_run_differently_is_refused(bundle, tmp_path, change, f
     with pytest.raises(ConfigError, match=message) as info:
         onnxpipe.load(dest)
     assert Path(info.value.file).name == file and info.value.path == path
+
+
+def test_a_pipeline_json_needs_the_row_markers(bundle, tmp_path):
+    """The translated bundle as pipeline.json: the Mistral3ImageProcessor needs
+    tokens.image_break (and image_end) to lay out the rows."""
+    from onnxpipe.config import genai_v1
+
+    dest = _copy(bundle, tmp_path)
+    doc = genai_v1.translate(json.loads((dest / "genai_config.json").read_text()), str(dest / "genai_config.json"))
+    assert {k: doc["tokens"]["extra"][k] for k in ("image_break", "image_end", "image_inst")} == \
+        {"image_break": IMG_BREAK, "image_end": IMG_END, "image_inst": INST}
+    del doc["tokens"]["extra"]["image_break"]
+    (dest / "pipeline.json").write_text(json.dumps(doc))
+    with pytest.raises(ConfigError, match="ends each row of image tokens with a marker: expected "
+                                          "tokens.image_break") as info:
+        onnxpipe.load(dest)
+    assert info.value.path == "$.tokens.image_break"
