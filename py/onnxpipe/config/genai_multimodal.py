@@ -20,7 +20,8 @@ its embedding session replaces (one per image token, <|image_N|> tags expanded b
 onnxruntime-genai's phi_image_processor writes); phi4mm (Phi-4-multimodal images) as phi3v with
 Phi-4's dynamic crops and masks and the 200010 image token (config/genai_phi4mm.py); its
 model.speech (Phi-4-multimodal audio) extends that same document with the speech session and a
-second merge into the embedding (config/genai_phi4_speech.py). Every other type is
+second merge into the embedding (config/genai_phi4_speech.py); mistral3 (Pixtral images) as
+gemma3 with the image's own size and [IMG] rows (config/genai_mistral3.py). Every other type is
 refused with what it needs, naming the section of genai_config.json that needs it.
 """
 
@@ -31,6 +32,7 @@ from typing import Any
 from ..errors import ConfigError
 from . import genai_phi4mm
 from . import genai_gemma4
+from . import genai_mistral3
 from .genai_session import session_settings
 from .parse import describe
 
@@ -42,16 +44,13 @@ _QWEN_VL = ("(only model.types qwen2_5_vl, qwen3_vl and qwen3_5 are translated, 
             "against onnxruntime-genai by tests/fixtures/genai_qwen25_vl.py and genai_qwen3vl.py; "
             "this type's vision session and positions are not)")
 # onto the vision-language flow by translate() below
-TRANSLATED = ("qwen2_5_vl", "qwen3_vl", "qwen3_5", "gemma3", "phi3v", "phi4mm", "gemma4")
+TRANSLATED = ("qwen2_5_vl", "qwen3_vl", "qwen3_5", "gemma3", "phi3v", "phi4mm", "gemma4", "mistral3")
 # model.type -> (the section that needs the missing feature, the feature)
 _VISION_TYPES = {
     "qwen3vl": ("vision", 'Qwen3-VL under the name onnxruntime-genai 0.18\'s builder writes (its runtime '
                           'refuses it too: "Unsupported model_type"; genai runs model.type "qwen3_vl")'),
     "qwen3_5_moe": ("vision", "Qwen3.5-MoE image input " + _QWEN_VL),
     "fara": ("vision", "Fara (Qwen-VL family) image input " + _QWEN_VL),
-    "mistral3": ("vision", "Pixtral images: pixel_values [images, 3, height, width] with "
-                           "image_sizes, [IMG] tokens with an [IMG_BREAK] after each row and "
-                           "[IMG_END] (onnxruntime-genai's mistral3_image_processor)"),
     "videochat_flash_qwen": ("vision", "VideoChat-Flash video frames with a fixed token count "
                                        "per frame (onnxruntime-genai's videochat_flash_processor)"),
 }
@@ -188,8 +187,10 @@ def translate(model: dict[str, Any], doc: dict[str, Any], file: str) -> dict[str
             _refuse(kind, f"image input without a model.{name} section", file, "$.model")
     vision, embedding = _section(model, "vision", file), _section(model, "embedding", file)
     gemma4 = kind == genai_gemma4.TYPE   # Gemma 3's flow with per-patch positions: genai_gemma4.py
-    gemma, phi3v = kind == "gemma3" or gemma4, kind == "phi3v" or phi4   # phi4mm: phi3v's flow, its own inputs
-    _keys(vision, _GEMMA3_VISION_KEYS if gemma or phi3v else _VISION_KEYS, kind, file, "$.model.vision")
+    mistral3 = kind == genai_mistral3.TYPE   # Gemma 3's flow with Pixtral's rows: genai_mistral3.py
+    gemma, phi3v = kind == "gemma3" or gemma4 or mistral3, kind == "phi3v" or phi4   # phi4mm: phi3v's flow
+    _keys(vision, genai_mistral3.VISION_KEYS if mistral3 else _GEMMA3_VISION_KEYS if gemma or phi3v
+          else _VISION_KEYS, kind, file, "$.model.vision")
     _keys(vision.get("inputs", {}), genai_gemma4.VISION_INPUTS if gemma4 else ("pixel_values",) if gemma
           else genai_phi4mm.VISION_INPUTS if phi4
           else _PHI3V_INPUTS if phi3v else _VISION_INPUTS, kind, file, "$.model.vision.inputs")
@@ -198,7 +199,7 @@ def translate(model: dict[str, Any], doc: dict[str, Any], file: str) -> dict[str
     _keys(embedding.get("inputs", {}), genai_phi4mm.EMBEDDING_INPUTS if phi4 else _EMBEDDING_INPUTS, kind, file,
           "$.model.embedding.inputs")
     _keys(embedding.get("outputs", {}), ("inputs_embeds",), kind, file, "$.model.embedding.outputs")
-    token = model.get("image_token_id")
+    token = genai_mistral3.image_token(model, file) if mistral3 else model.get("image_token_id")
     if gemma and token is None:
         token = _soft_token(file, kind, genai_gemma4.IMAGE_TOKEN) if gemma4 else _soft_token(file)
     if phi4:
@@ -256,4 +257,6 @@ def translate(model: dict[str, Any], doc: dict[str, Any], file: str) -> dict[str
     # phi3v: image_sizes; gemma4: pixel_position_ids
     if phi4:   # the crop masks; audio_features from model.speech (config/genai_phi4_speech.py) or [0, hidden]
         genai_phi4mm.extend(model, doc, file, speech)
+    if mistral3:
+        genai_mistral3.extend(model, doc, file)
     return doc

@@ -77,6 +77,8 @@ def _check_token_extras(spec: PipelineSpec, file: str) -> None:
     used = {m.token for i, s in enumerate(spec.pipeline.flow) for m, _ in s.merges(i)}
     if spec.preprocessing.image is not None or spec.pipeline.state.position_ids.strategy in ("mrope_3d", "auto"):
         used.add("image_token")
+    if spec.preprocessing.image is not None:   # Mistral 3's row markers (image/pixtral.py)
+        used.update(("image_break", "image_end", "image_inst"))
     for name, value in spec.tokens.extra.items():
         path = f"$.tokens.{name}"
         ids = value if isinstance(value, list) else [value]

@@ -1,10 +1,11 @@
 """The image processor's JSON (transformers' preprocessor_config.json keys) as a typed object.
 
-Five processors' rules are implemented: Qwen2-VL's (dynamic resolution: smart_resize, bicubic,
+Six processors' rules are implemented: Qwen2-VL's (dynamic resolution: smart_resize, bicubic,
 rescale, normalise, patchify), Gemma 3's (a fixed size.height x size.width, bicubic, rescale,
 normalise, [1, 3, h, w] pixels, image_seq_length soft tokens per image), Phi-3-vision's
 (HD crops, image/processor.py), Phi-4-multimodal's (dynamic HD crops with an attention
-mask, image/phi4.py) and Gemma 4's (image/gemma4.py); a file naming another
+mask, image/phi4.py), Gemma 4's (image/gemma4.py) and onnxruntime-genai's Mistral 3 / Pixtral
+one (image/pixtral.py); a file naming another
 processor type, a key this runtime would ignore, or a value it can't honour is refused at load
 with the file and JSON path.
 """
@@ -26,7 +27,10 @@ FIXED_TYPES = ("Gemma3ImageProcessor",)   # every image resized to size.height x
 HD_TYPES = ("Phi3VImageProcessor",)   # Phi-3-vision's HD crops (ort-extensions' Phi3ImageTransform)
 DYNAMIC_HD_TYPES = ("Phi4MultimodalImageProcessor",)   # Phi-4-multimodal's crops (image/phi4.py)
 GEMMA4_TYPES = ("Gemma4ImageProcessor",)   # Gemma 4's patches and soft tokens (image/gemma4.py)
-PROCESSOR_TYPES = QWEN_TYPES + FIXED_TYPES + HD_TYPES + DYNAMIC_HD_TYPES + GEMMA4_TYPES
+# onnxruntime-genai's mistral3_image_processor (ort-extensions' Pixtral list, image/pixtral.py):
+# not transformers' PixtralImageProcessor, whose resize differs
+PIXTRAL_TYPES = ("Mistral3ImageProcessor",)
+PROCESSOR_TYPES = QWEN_TYPES + FIXED_TYPES + HD_TYPES + DYNAMIC_HD_TYPES + GEMMA4_TYPES + PIXTRAL_TYPES
 BICUBIC = 3   # PIL's code for the bicubic filter, the only one implemented
 PIXELS = Range(1, 2 ** 26, "pixels")   # an image resized to the budget is allocated whole
 
@@ -73,6 +77,8 @@ class ImageProcessorConfig:
                                 range=Range(1, 1 << 16, "tokens"))
     pooling_kernel_size: int = spec(3, "patches pooled per soft token along each axis (Gemma4ImageProcessor)",
                                     range=Range(3, 3, "patches (the value checked against onnxruntime-genai)"))
+    bgr: bool = spec(False, "channels handed over as B, G, R (Mistral3ImageProcessor: ort-extensions' "
+                            "ConvertRGB after its RGB decode)")
 
     @property
     def fixed(self) -> bool:
@@ -93,6 +99,11 @@ class ImageProcessorConfig:
     def gemma4(self) -> bool:
         """Gemma 4's patches: [1, patches, p * p * 3] pixels and (column, row) positions."""
         return self.image_processor_type in GEMMA4_TYPES
+
+    @property
+    def pixtral(self) -> bool:
+        """Mistral 3 / Pixtral: smart-resized [1, 3, h, w] pixels, [IMG] rows (image/pixtral.py)."""
+        return self.image_processor_type in PIXTRAL_TYPES
 
     @property
     def factor(self) -> int:
@@ -129,6 +140,9 @@ def _check(config: ImageProcessorConfig, file: str) -> None:
         if size.height is None or size.width is None:
             raise ConfigError(f"{config.image_processor_type} resizes every image to one size: expected "
                               f'"size": {{"height": ..., "width": ...}}, found {size}', file=file, path="$.size")
+    if config.bgr and not config.pixtral:
+        raise ConfigError(f"bgr: only Mistral3ImageProcessor hands over B, G, R channels, not "
+                          f"{config.image_processor_type}", file=file, path="$.bgr")
     if config.resample != BICUBIC:
         raise ConfigError(f"resample {config.resample} is not supported: only {BICUBIC} (bicubic) is implemented",
                           file=file, path="$.resample")

@@ -16,7 +16,7 @@ from ..config.schema import PipelineSpec
 from ..errors import ConfigError, InputError
 from ..state.positions import PositionIds
 from .config import ImageProcessorConfig, load_processor_config
-from . import gemma4
+from . import gemma4, pixtral
 from .processor import Image, ImageProcessor, hd_tokens
 from .tokens import expand_image_tokens, tokens_per_image
 
@@ -107,8 +107,15 @@ def attach(config, plan, sessions: dict, components: list, executor) -> None:
             said = "makes no crop masks" if masks else "makes crop masks: name the pipeline input they go to"
             raise ConfigError(f"the {processor.image_processor_type} processor {said}", file=file,
                               path=f"{SPEC_PATH}.attention_mask")
-        check_expected(spec, plan, sessions, file, processor.fixed, processor.hd or processor.dynamic_hd_crops,
-                       processor.gemma4)
+        if processor.pixtral:
+            for key in ("image_break", "image_end"):
+                value = spec.tokens.extra.get(key)
+                if isinstance(value, bool) or not isinstance(value, int):
+                    raise ConfigError(f"the {processor.image_processor_type} processor ends each row of "
+                                      f"image tokens with a marker: expected tokens.{key} (an id), found "
+                                      f"{value!r}", file=file, path=f"$.tokens.{key}")
+        check_expected(spec, plan, sessions, file, processor.fixed or processor.pixtral,
+                       processor.hd or processor.dynamic_hd_crops, processor.gemma4)
 
 
 def _check_fed_rows(p, into: str, file: str, path: str) -> None:
@@ -176,6 +183,8 @@ class ImageFrontEnd:
         self.processor = ImageProcessor(loaded.backend, self.config, provider)
         token = spec.tokens.extra.get("image_token")
         self.token = token if isinstance(token, int) and not isinstance(token, bool) else None
+        # Mistral 3: the row markers and [INST] (tokens.extra image_break / image_end / image_inst)
+        self.marks = tuple(spec.tokens.extra.get(k) for k in ("image_break", "image_end", "image_inst"))
 
     def expand_prompt(self, text: str, images: list) -> str:
         """A fixed-size (Gemma 3) processor's text rule, as onnxruntime-genai's
@@ -264,6 +273,12 @@ class ImageFrontEnd:
                                                         for d in done])
             return ids, {self.spec.pixel_values: Items(d.pixel_values for d in done),
                          self.spec.grid_thw: Items(d.positions for d in done)}
+        if self.config.pixtral:   # Mistral 3: [IMG] rows, [IMG_BREAK] / [IMG_END] (image/pixtral.py)
+            brk, end, inst = self.marks
+            sequences = [pixtral.image_tokens(*d.pixel_values[1][2:], self.config.factor, self.token, brk, end)
+                         for d in done]
+            return (pixtral.expand(ids, sequences, self.token, brk, end, inst),
+                    {self.spec.pixel_values: Items(d.pixel_values for d in done)})
         if self.config.fixed:   # Gemma 3: image_seq_length soft tokens per image, no grid
             ids = expand_image_tokens(ids, self.token, [self.config.image_seq_length] * len(done))
             return ids, {self.spec.pixel_values: Items(d.pixel_values for d in done)}

@@ -15,7 +15,9 @@ Phi4VisionDynamicPreprocess (dynamic HD crops of 448 x 448 and their attention m
 Normalize and Phi4VisionProcessor (a bicubic 448 x 448 global image first), with the
 "phi4-vision-aligner" output aligner, read as Phi4MultimodalImageProcessor keys (image/phi4.py).
 The list it ships for Gemma 4 (model.type "gemma4"): DecodeImage, Gemma4ImageTransform (read by
-image/gemma4.py as Gemma4ImageProcessor keys).
+image/gemma4.py as Gemma4ImageProcessor keys). The list it ships for Mistral 3 / Pixtral
+(model.type "mistral3"): DecodeImage, ConvertRGB, Resize (smart_resize), Rescale, Normalize,
+Permute3D and PixtralImageSizes (read by image/pixtral.py as Mistral3ImageProcessor keys).
 Those are the steps onnxpipe's image graph runs, in that order;
 any other step, order, attribute or value is refused with the JSON path in the file.
 """
@@ -27,10 +29,11 @@ from typing import Any
 
 from ..config.parse import describe
 from ..errors import ConfigError
-from . import gemma4
+from . import gemma4, pixtral
 
 ORDER = ("DecodeImage", "ConvertRGB", "Phi3ImageTransform", "Phi4VisionDynamicPreprocess", "Gemma4ImageTransform",
-         "Resize", "Rescale", "Normalize", "Phi4VisionProcessor", "PatchImage", "Permute3D")
+         "Resize", "Rescale", "Normalize", "Phi4VisionProcessor", "PatchImage", "Permute3D",
+         "PixtralImageSizes")
 _ATTRS = {
     "DecodeImage": ("color_space",),
     "ConvertRGB": (),
@@ -45,6 +48,7 @@ _ATTRS = {
     "Normalize": ("mean", "std", "qwen2_5_vl", "qwen3_vl"),
     "PatchImage": ("patch_size", "temporal_patch_size", "merge_size"),
     "Permute3D": ("dims",),
+    "PixtralImageSizes": (),
 }
 # ort-extensions' defaults for the attributes read here
 _RESIZE = {"interpolation": "CUBIC", "smart_resize": 0, "min_pixels": 3136, "max_pixels": 12845056,
@@ -84,7 +88,7 @@ def to_processor_keys(doc: dict[str, Any], file: str) -> dict[str, Any]:
         kind = op["type"]
         if kind not in ORDER:
             _fail(f'transform "{kind}" is not supported: onnxpipe runs {", ".join(ORDER)} (the '
-                  f"Qwen2-VL / Qwen2.5-VL, Gemma 3, Phi-3-vision and Gemma 4 image steps), in that order",
+                  f"Qwen2-VL / Qwen2.5-VL, Gemma 3, Phi-3-vision, Gemma 4 and Pixtral image steps), in that order",
                   file, f"{path}.type")
         if ORDER.index(kind) <= last:
             _fail(f'transform "{kind}" out of order: onnxpipe runs {", ".join(ORDER)} in that order, '
@@ -110,6 +114,8 @@ def to_processor_keys(doc: dict[str, Any], file: str) -> dict[str, Any]:
         return _phi3(steps, file)
     if "Gemma4ImageTransform" in steps:
         return gemma4.processor_keys(steps, file)
+    if "PixtralImageSizes" in steps:
+        return pixtral.processor_keys(steps, dict(_RESIZE), file)
     if "DecodeImage" in steps and "Permute3D" in steps and "PatchImage" not in steps:
         return _fixed_size(steps, file)
     if "Permute3D" in steps:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from ..errors import InputError
 from ..ops.image import gemma4_graph, hd_graph, nchw_graph, patchify_graph
-from . import gemma4, phi4
+from . import gemma4, phi4, pixtral
 from .config import ImageProcessorConfig
 from .resize import smart_resize, vertical_first
 
@@ -77,6 +77,8 @@ class ImageProcessor:
             return c.size.height, c.size.width
         if c.gemma4:
             return gemma4.target_size(height, width, c.patch_size, c.max_soft_tokens, c.pooling_kernel_size)
+        if c.pixtral:
+            return pixtral.target_size(height, width, c.factor, *c.pixel_range)
         if c.do_resize:
             return smart_resize(height, width, c.factor, *c.pixel_range)
         if height % c.factor or width % c.factor:
@@ -88,7 +90,7 @@ class ImageProcessor:
         c, backend = self.config, self.backend
         height, width = self.target_size(image.height, image.width)
         resize = (height, width) != (image.height, image.width)
-        if c.fixed:
+        if c.fixed or c.pixtral:   # Mistral 3: the target size is the image's own (image/pixtral.py)
             return self._nchw(image, height, width, resize)
         if c.hd:
             return self._hd(image)
@@ -115,12 +117,12 @@ class ImageProcessor:
         return ProcessedImage((values, rows), (1, gh, gw))
 
     def _nchw(self, image: Image, height: int, width: int, resize: bool) -> ProcessedImage:
-        """Gemma 3: [1, 3, height, width] pixels. ort-extensions' resize (Pillow's ImagingResample,
-        which it vendors) runs the horizontal pass first."""
+        """Gemma 3 and Mistral 3: [1, 3, height, width] pixels. ort-extensions' resize (Pillow's
+        ImagingResample, which it vendors) runs the horizontal pass first."""
         c, backend = self.config, self.backend
         graph = nchw_graph(resize, False, c.rescale_factor if c.do_rescale else None,
                            tuple(c.image_mean) if c.do_normalize else None,
-                           tuple(c.image_std) if c.do_normalize else None)
+                           tuple(c.image_std) if c.do_normalize else None, c.bgr)
         session = backend.open_graph(graph, self.provider)
         feeds = {"rgb": backend.tensor(memoryview(image.rgb), "uint8", (image.height, image.width, 3)),
                  "sizes": backend.tensor([1, 3, height, width], "int64", (4,))}

@@ -49,13 +49,20 @@ def patchify_graph(temporal: int, resize: bool, vertical_first: bool, rescale: f
 
 @lru_cache(maxsize=None)
 def nchw_graph(resize: bool, vertical_first: bool, rescale: float | None,
-               mean: tuple[float, ...] | None, std: tuple[float, ...] | None) -> bytes:
-    """Steps 1 and 2 only, for a fixed-size processor (Gemma 3): input ``rgb`` uint8 [h, w, 3]
-    and ``sizes`` [4] = 1, 3, new_h, new_w; output ``pixel_values`` float32 [1, 3, new_h, new_w]."""
+               mean: tuple[float, ...] | None, std: tuple[float, ...] | None, bgr: bool = False) -> bytes:
+    """Steps 1 and 2 only, for a fixed-size processor (Gemma 3) or Mistral 3's: input ``rgb``
+    uint8 [h, w, 3] and ``sizes`` [4] = 1, 3, new_h, new_w; output ``pixel_values`` float32
+    [1, 3, new_h, new_w]. ``bgr``: the channels in B, G, R order, channel i still normalised
+    with mean[i] and std[i] (ort-extensions' ConvertRGB on an RGB decode, image/pixtral.py)."""
     g = Graph("image_nchw")
     g.input("rgb", "uint8", ["h", "w", 3])
     g.input("sizes", "int64", [4])
+    if bgr and mean is not None:   # normalise in R, G, B order with the values reversed, then swap
+        mean, std = mean[::-1], std[::-1]
     x = _pixels(g, resize, vertical_first, rescale, mean, std)
+    if bgr:
+        g.const("bgr", [2, 1, 0], "int64", [3])
+        x = g.node("Gather", [x, "bgr"], "swapped", axis=1)
     g.node("Identity", [x], "pixel_values")
     g.output("pixel_values", "float32", [1, 3, "height", "width"])
     return g.to_bytes(opset=OPSET)

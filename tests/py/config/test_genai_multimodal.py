@@ -54,7 +54,6 @@ def test_qwen_vl_family_beyond_qwen25_vl(kind, name):
 
 
 @pytest.mark.parametrize("kind, path, text", [
-    ("mistral3", "$.model.vision", "Pixtral images"),
     ("videochat_flash_qwen", "$.model.vision", "VideoChat-Flash video frames"),
     ("qwen3vl", "$.model.vision", "Qwen3-VL under the name onnxruntime-genai 0.18's builder writes"),
 ])
@@ -62,6 +61,20 @@ def test_vision_types_name_their_feature(kind, path, text):
     exc = refusal(bundle(kind, embedding=EMBEDDING, vision=VISION))
     assert exc.path == path
     assert f'model.type "{kind}": {text}' in exc.message
+
+
+def test_mistral3_reads_pixel_values_only_and_the_img_token(tmp_path):
+    """mistral3 (config/genai_mistral3.py): a vision input genai's Pixtral state doesn't feed is
+    refused by name; [IMG] (and the row markers) come from tokenizer.json, as genai finds them."""
+    exc = refusal(bundle("mistral3", embedding=EMBEDDING, vision=VISION))
+    assert exc.path == "$.model.vision.inputs.image_grid_thw"
+    assert 'model.type "mistral3": the key "image_grid_thw" in model.vision.inputs (onnxpipe reads ' \
+           "pixel_values)" in exc.message
+    vision = {**VISION, "inputs": {"pixel_values": "pixel_values"}}
+    with pytest.raises(ConfigError, match=r"model.type \"mistral3\": images take the \[IMG\] id from "
+                                          r"tokenizer.json's added_tokens .* found no \[IMG\] there") as info:
+        genai_v1.translate(bundle("mistral3", embedding=EMBEDDING, vision=vision), str(tmp_path / "genai_config.json"))
+    assert info.value.path == "$.model.type"
 
 
 def test_phi4mm_speech_is_read_and_needs_its_files(tmp_path):
