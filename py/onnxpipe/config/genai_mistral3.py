@@ -22,6 +22,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from .parse import describe
+from .registry import PROCESSOR_READERS
 
 TYPE = "mistral3"
 VISION_KEYS = ("filename", "config_filename", "patch_size", "spatial_merge_size", "session_options",
@@ -77,11 +78,9 @@ def extend(model: dict[str, Any], doc: dict[str, Any], file: str) -> None:
             raise ConfigError(f"expected a positive integer, found {describe(value)}", file=file,
                               path=f"$.model.vision.{key}")
         sizes[key] = value
-    from ..image.config import load_processor_config
-
     ref = vision.get("config_filename", "processor_config.json")
     try:
-        processor, path = load_processor_config(os.path.dirname(file), ref, "$.model.vision.config_filename")
+        processor, path = PROCESSOR_READERS["image"](os.path.dirname(file), ref, "$.model.vision.config_filename")
     except ConfigError as exc:
         if exc.file is None:   # the reference itself is wrong: name genai_config.json
             raise ConfigError(exc.message.split(": ", 1)[-1], file=file,

@@ -7,6 +7,9 @@
 - ``DRAFTERS`` and ``PHONEMIZERS``: the names ``generation.speculative.method`` and
   ``preprocessing.phonemes.engine`` accept, registered by ``search/speculative.py`` and
   ``phonemes/engines.py`` with what each name makes.
+- ``PROCESSOR_READERS``: "image" -> ``image/config.py``'s reader of an image processor file
+  (``(bundle_dir, ref, where) -> (config, path)``), for translations that check a bundle's
+  processor file against its own config (``config/genai_mistral3.py``).
 - Load-time checks: each stage (controls, streaming, denoising, speech segments, images, search
   options, speculative decoding, vision) registers the check of its own keys with
   ``register_check``; ``config/validate.py`` runs them, in ``order``, between its structural
@@ -69,6 +72,7 @@ LOOPS: Registry[type] = Registry("generation.loop")            # filled by loops
 SCHEDULERS: Registry[type] = Registry("generation.scheduler")  # filled by diffusion/__init__.py
 DRAFTERS: Registry[Callable] = Registry("generation.speculative.method")   # search/speculative.py
 PHONEMIZERS: Registry[Callable] = Registry("preprocessing.phonemes.engine")  # phonemes/engines.py
+PROCESSOR_READERS: Registry[Callable] = Registry("image processor file reader")   # image/config.py
 STAGE_CHECKS: Registry[StageCheck] = Registry("load-time check")
 _ORDER: dict[str, int] = {}     # stage check name -> its place
 
@@ -100,5 +104,5 @@ def run_stage_checks(spec, file: str, bundle_dir: str | None = None) -> None:
         check(spec, file, bundle_dir)
 
 
-__all__ = ["DRAFTERS", "LOOPS", "PHONEMIZERS", "SCHEDULERS", "STAGE_CHECKS", "Registry", "StageCheck", "register_check",
+__all__ = ["DRAFTERS", "LOOPS", "PHONEMIZERS", "PROCESSOR_READERS", "SCHEDULERS", "STAGE_CHECKS", "Registry", "StageCheck", "register_check",
            "run_stage_checks", "stage_checks"]

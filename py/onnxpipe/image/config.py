@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from ..config.load import read_json
 from ..config.parse import parse_spec
 from ..config.ranges import check_ranges
+from ..config.registry import PROCESSOR_READERS
 from ..config.schema import Range, spec
 from ..errors import ConfigError
 from . import ort_extensions
@@ -160,3 +161,6 @@ def _check(config: ImageProcessorConfig, file: str) -> None:
     if not 0 < low <= high:
         raise ConfigError(f"expected 0 < min_pixels <= max_pixels, found {low} and {high}", file=file,
                           path="$.max_pixels")
+
+
+PROCESSOR_READERS.register("image", load_processor_config)   # for translations in config/ (genai_mistral3.py)
