@@ -76,6 +76,7 @@ bench: models node-deps ## decode speed (per dtype too) and speech real-time fac
 	$(PY) bench/kokoro_rtf.py $(KOKORO)
 	$(PY) bench/kokoro_ceiling.py $(KOKORO)
 	$(PY) bench/asr_rtf.py $(WHISPER) --voice $(PIPER)
+	$(PY) bench/whisper_tjs.py && $(PY) bench/asr_context.py $(WHISPER) --browser 1,2   # speech-only encoder vs 30 s window: faithfulness; 2/5/15 s transcript time natively and in Chromium, with transformers.js's Whisper on the same clips
 	# the voice page: end of speech -> detected -> transcript -> first token -> first audio (ms), p50/p95 over 8 questions at 1 and 2 threads, barge-in
 	$(PY) bench/voice_hangover.py   # the VAD's hangover vs a question cut at a pause (docs/voice.md)
 	mkdir -p build/bench && node tests/e2e/run-voice.mjs --questions 8 --threads 1,2 --barge-in --json > build/bench/voice.json && node -e 'for (const r of require("./build/bench/voice.json").runs) console.log(r.threads, "thread(s): p50", JSON.stringify(r.p50.latency_ms), "p95", JSON.stringify(r.p95.latency_ms), "barge-in", r.barge_in_ms, "ms")'

@@ -9,10 +9,16 @@ loop-looking decode fell back to the whole window) and the word error rate of ea
 text said, then the total; and the transcript time of 2 s, 5 s and
 15 s utterances (median of --repeat runs after a warm-up) with both choices.
 
+--browser 1,2 also takes those clips (resampled to 16 kHz by onnxpipe, written as WAV) to headless
+Chromium (WASM), one browser per thread count (bench/browser_asr.mjs): onnxpipe's worker with
+each choice, and transformers.js's automatic-speech-recognition pipeline on a folder of the same
+weights (bench/whisper_tjs.py builds it; transformers.js from build/bench-node, bench/README.md),
+greedy, English, no timestamps: each one's time and transcript per clip, in the same run.
+
 A benchmark, not a test: it never fails on speed or on a differing transcript.
 
     PYTHONPATH=py python bench/asr_context.py [BUNDLE] [--quick] [--repeat 3] [--voices A,B]
-                                              [--skip faithfulness|timings] [--browser THREADS] [--json]
+                                              [--skip faithfulness|timings] [--browser 1,2] [--json]
 
 --quick: one short Piper clip (a smoke run).
 """
@@ -124,12 +130,11 @@ def _speech(result) -> tuple[list[float], int]:
     return list(result.samples), result.sample_rate
 
 
-def browser(bundle: str, wav: str, threads: int) -> dict:
-    """One transcription in headless Chromium (the real worker, WASM), after a warm-up run."""
-    cmd = ["node", os.path.join(ROOT, "tests", "e2e", "run-bundle.mjs"), bundle, "--audio", wav,
-           "--threads", str(threads), "--repeat", "2", "--json"]
-    out = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=ROOT).stdout)
-    return {"compute_s": out["compute_seconds"], "text": out["text"]}
+def browser(speech: str, window: str, wavs: list[str], threads: str, repeat: int) -> dict:
+    """bench/browser_asr.mjs on the clips: onnxpipe (both choices) and transformers.js per thread count."""
+    cmd = ["node", os.path.join(ROOT, "bench", "browser_asr.mjs"), "--speech", speech, "--window", window,
+           "--threads", threads, "--repeat", str(repeat), *wavs]
+    return json.loads(subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True, cwd=ROOT).stdout)
 
 
 def timed(pipe, samples, rate, repeat: int) -> float:
@@ -142,6 +147,23 @@ def timed(pipe, samples, rate, repeat: int) -> float:
     return statistics.median(runs)
 
 
+def print_browser(out: dict, timings: list[dict]) -> None:
+    tjs = out.get("transformers_js_version")
+    print(f"browser (headless Chromium, WASM), transcript stage per clip, median of the runs after a warm-up; "
+          f"transformers.js {tjs or 'not installed'}:")
+    for run in out["runs"]:
+        print(f"  {run['threads']} thread(s):")
+        for i, row in enumerate(timings):
+            a, b = run["speech"][i], run["window"][i]
+            c = run.get("transformers_js", [None] * len(timings))[i]
+            print(f"    ~{row['target_seconds']:2d} s ({out['clips'][i]['seconds']:.1f} s): onnxpipe speech "
+                  f"{a['wall_ms']:7.0f} ms, window {b['wall_ms']:7.0f} ms (x{b['wall_ms'] / a['wall_ms']:.2f}), "
+                  + (f"transformers.js {c['wall_ms']:7.0f} ms (x{c['wall_ms'] / a['wall_ms']:.2f})" if c else
+                     f"transformers.js: {run.get('transformers_js_error', 'not run')}"))
+            print(f"      speech:          {a['text']}\n      window:          {b['text']}"
+                  + (f"\n      transformers.js: {c['text']}" if c else ""))
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("bundle", nargs="?", default=os.path.join(MODELS, "whisper-base"))
@@ -150,8 +172,9 @@ def main(argv=None) -> int:
     parser.add_argument("--voices", help="comma-separated names to render with (default: all), e.g. "
                                          "piper-joe,espeak-en-us")
     parser.add_argument("--skip", choices=("faithfulness", "timings"), help="leave out one half")
-    parser.add_argument("--browser", type=int, metavar="THREADS",
-                        help="also time the worker in headless Chromium (WASM) with this many threads")
+    parser.add_argument("--browser", metavar="THREADS",
+                        help="also time the clips in headless Chromium (WASM) at these thread counts, e.g. 1,2: "
+                             "onnxpipe with each choice and transformers.js's Whisper pipeline")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     report = {"bundle": args.bundle, "clips": [], "timings": []}
@@ -205,6 +228,7 @@ def main(argv=None) -> int:
                   f"whole window); word error rate against the text said: "
                   f"speech {report['wer']['speech']:.4f}, window {report['wer']['window']:.4f}")
         piper = speakers["piper-joe"]
+        wavs = []
         for target, text in ([] if args.skip == "timings" else [(2, TIMED[2])] if args.quick else TIMED.items()):
             samples, rate = piper(text)
             row = {"target_seconds": target, "seconds": round(len(samples) / rate, 2),
@@ -214,17 +238,20 @@ def main(argv=None) -> int:
             if args.browser:
                 from onnxpipe.audio import encode_wav
 
+                at16k = list(speech.transcription.resample(samples, rate)[0])   # the same samples for every driver
                 wav = os.path.join(tmp, f"{target}s.wav")
                 with open(wav, "wb") as f:
-                    f.write(encode_wav(samples, rate))
-                for key in ("speech", "window"):
-                    row[f"browser_{key}_s"] = browser(os.path.join(tmp, key), wav, args.browser)["compute_s"]
+                    f.write(encode_wav(at16k, 16000))
+                wavs.append(wav)
             report["timings"].append(row)
             if not args.json:
                 print(f"~{target:2d} s utterance ({row['seconds']:.1f} s): speech {row['speech_s'] * 1000:7.0f} ms, "
-                      f"window {row['window_s'] * 1000:7.0f} ms, x{row['speedup']}" + (
-                          f"; browser ({args.browser} threads) speech {row['browser_speech_s'] * 1000:7.0f} ms, "
-                          f"window {row['browser_window_s'] * 1000:7.0f} ms" if args.browser else ""), flush=True)
+                      f"window {row['window_s'] * 1000:7.0f} ms, x{row['speedup']}", flush=True)
+        if args.browser and wavs:
+            report["browser"] = browser(os.path.join(tmp, "speech"), os.path.join(tmp, "window"), wavs, args.browser,
+                                        args.repeat)
+            if not args.json:
+                print_browser(report["browser"], report["timings"])
     if args.json:
         print(json.dumps(report, indent=1))
     return 0
