@@ -25,8 +25,9 @@
 // microphone: the page's capture path is unchanged), each once the last reply was heard, and
 // prints {"runs": [{"threads", "turns": [...], "p50": {...}, "p95": {...}, "barge_in_ms"}]}:
 // p50/p95 over the questions of every stage since the end of speech (first_audio: end of speech
-// -> first audio) and of each stage on its own. --barge-in: then a long question, and a second
-// one said over its reply: barge_in_ms is from the start of that speech to the reply stopped.
+// -> first audio) and of each stage on its own. --barge-in: then a long question; over its reply
+// a 150 ms noise (the reply must go on: "noise": {held, reply_went_on}), then a second question:
+// barge_in_ms is from the start of that speech to the reply's playback stopped (held).
 // Exits 1 with the error on stderr on failure.
 import fs from 'node:fs';
 import os from 'node:os';
@@ -35,8 +36,8 @@ import { ROOT, launchBrowser, startServer } from './lib/browser.mjs';
 import { ensureSite } from './lib/runtime.mjs';
 import { TIMEOUTS } from './lib/timeouts.mjs';
 import {
-  fakeMicWav, installScriptedMicrophone, joinWavs, normalizeText, openVoicePage, renderSpeech, say, startListening,
-  turnJson, turnsDone, waitVoice,
+  fakeMicWav, installScriptedMicrophone, joinWavs, normalizeText, openVoicePage, renderSpeech, say, shortNoiseWav, startListening,
+  turnJson, turnsDone, voiceState, waitVoice,
 } from './lib/voice.mjs';
 
 const USAGE = 'usage: node tests/e2e/run-voice.mjs (--audio question.wav ... | --questions N) [--threads 1,2] [--barge-in] '
@@ -149,6 +150,7 @@ export async function runBench(a) {
   const limit = a.timeout ? a.timeout * 1000 : null;
   const questions = questionsOf(a, work);
   const extra = a.bargeIn ? { story: renderSpeech(STORY, path.join(work, 'story.wav')), over: renderSpeech(OVER, path.join(work, 'over.wav')) } : null;
+  if (extra) extra.noise = shortNoiseWav(extra.over, path.join(work, 'noise.wav'));
   // the fake capture only brings the autoplay flags: the test's microphone is scripted
   const silent = joinWavs([{ silence: 0.5 }], path.join(work, 'silent.wav'));
   const server = await startServer({ root: site });
@@ -174,11 +176,21 @@ export async function runBench(a) {
           p50: { latency_ms: summary(turns.map((t) => t.latency_ms), 50), stage_ms: summary(turns.map((t) => t.stage_ms), 50) },
           p95: { latency_ms: summary(turns.map((t) => t.latency_ms), 95), stage_ms: summary(turns.map((t) => t.stage_ms), 95) },
           barge_in_ms: null,
+          noise: null,
         };
         if (extra) {
           const before = turns.length;
           await say(page, extra.story);
           await waitVoice(page, "(s) => s.phase === 'speaking' && s.playing", { timeout: limit ?? TIMEOUTS.generate, what: 'the story reply' });
+          // first a noise shorter than the minimum speech (150 ms of the next question's start):
+          // the reply may be held while it lasts, and must go on, not end
+          const held = (await voiceState(page)).heldNoises;
+          await say(page, extra.noise);
+          // by then the page has decided (controller MIN_SPEECH_MS, CONFIRM_SLACK_MS)
+          await new Promise((resolve) => setTimeout(resolve, 1500));
+          const after = await voiceState(page);
+          run.noise = { held: after.heldNoises - held, reply_went_on: after.turns.length === before && after.phase === 'speaking' };
+          if (!run.noise.reply_went_on) throw new Error(`barge-in: a 150 ms noise stopped the story reply (${JSON.stringify(run.noise)})`);
           await say(page, extra.over);
           const cut = await waitVoice(page, `(s) => s.turns.length > ${before}`, { timeout: limit ?? TIMEOUTS.generate, what: 'barge-in' });
           const story = cut.turns[before];
@@ -220,7 +232,8 @@ async function main() {
           const p95 = run.p95.latency_ms;
           console.log(`${run.threads} thread(s), ${run.turns.length} questions, ms from the end of speech, p50 (p95): detected ${p50.vad} (${p95.vad}), `
             + `transcript ${p50.transcript} (${p95.transcript}), first token ${p50.first_token} (${p95.first_token}), `
-            + `first audio ${p50.first_audio} (${p95.first_audio})${run.barge_in_ms === null ? '' : `; barge-in stopped the reply in ${run.barge_in_ms} ms`}`);
+            + `first audio ${p50.first_audio} (${p95.first_audio})${run.barge_in_ms === null ? '' : `; barge-in stopped the reply in ${run.barge_in_ms} ms`}`
+            + `${run.noise === null ? '' : `; a 150 ms noise held it ${run.noise.held} time(s), and it went on`}`);
         }
       }
       return;

@@ -159,10 +159,12 @@ test('voice chat: speaking during the reply stops it and is answered (barge-in);
     assert.equal(cut.playing, false, 'playback stopped at the barge-in');
     assert.ok(story.replyAudioSeconds > 0 && story.replyAudioSeconds < story.madeAudioSeconds + 0.01,
       `heard ${story.replyAudioSeconds} s of ${story.madeAudioSeconds} s made`);
-    // speech_start needs min_speech_ms (250 ms) of speech, plus the chunks' trip
+    // the turn ends once the speech has lasted the page's minimum (250 ms): decided at most
+    // about 0.7 s after the VAD reported it (controller MIN_SPEECH_MS, CONFIRM_SLACK_MS)
     assert.ok(cutMs < 5000 * SLOW, `the reply ran on for ${cutMs.toFixed(0)} ms after the user spoke`);
-    // the page's own figure: from the start of the speech over the reply to the playback stopped
-    assert.ok(story.bargeInMs > 0 && story.bargeInMs < 5000 * SLOW, `barge-in ${story.bargeInMs} ms`);
+    // the page's own figure: from the start of the speech over the reply to the playback held,
+    // which the VAD reports after 96 ms of speech (vad-link LISTEN_CONTROLS), plus the trip
+    assert.ok(story.bargeInMs > 0 && story.bargeInMs < 2000 * SLOW, `barge-in ${story.bargeInMs} ms`);
     // nothing of the stopped reply is heard any more, and the new question is answered
     const done = await waitVoice(page, "(s) => s.turns.length >= 2 && s.phase === 'listening'", { timeout: TURN_MS, what: 'follow-up turn' });
     const followUp = done.turns[1];

@@ -68,6 +68,20 @@ export function joinWavs(parts, out) {
   return { path: out, rate, seconds: total / rate, spans };
 }
 
+/** A noise as short as a cough: ``seconds`` of ``speechWav`` from where its sound begins (the
+ * first sample above 5 % of its peak), into ``out``. Shorter than the page's minimum speech
+ * (250 ms), it must not stop a reply (the barge-in's check, run-voice.mjs --barge-in). */
+export function shortNoiseWav(speechWav, out, { seconds = 0.15 } = {}) {
+  const wav = readWav(speechWav);
+  let peak = 0;
+  for (const x of wav.samples) peak = Math.max(peak, Math.abs(x));
+  const from = Math.max(0, wav.samples.findIndex((x) => Math.abs(x) > 0.05 * peak));
+  const samples = wav.samples.slice(from, from + Math.round(seconds * wav.sampleRate));
+  fs.mkdirSync(path.dirname(out), { recursive: true });
+  fs.writeFileSync(out, wavBytes(samples, wav.sampleRate));
+  return out;
+}
+
 /** The microphone file for one question: silence, the question, then silence (Chromium plays
  * it once; the page must hear the question's end before the file runs out). */
 export function fakeMicWav(questionWav, out, { before = 1.0, after = 3.0 } = {}) {

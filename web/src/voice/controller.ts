@@ -23,7 +23,7 @@ import { SpeechQueue } from './speech-queue';
 import type { TurnRecord, VoiceState } from './state';
 import type { StatusLine } from './status';
 import { INTERRUPTIBLE, TurnMachine, type Phase } from './turn';
-import { VadLink, type SpeechEnd, type SpeechStart } from './vad-link';
+import { LISTEN_CONTROLS, VadLink, type SpeechEnd, type SpeechStart } from './vad-link';
 
 export interface VoiceView {
   root: HTMLElement;
@@ -40,6 +40,14 @@ export interface VoiceView {
 const REPLY_PARAMS: Partial<ChatParams> = { temperature: 0, max_completion_tokens: 160, repetition_penalty: 1.1 };
 /** Utterances shorter than this are coughs and clicks, not questions. */
 const MIN_SPEECH_S = 0.25;
+/** The same in ms, applied here: the VAD reports speech sooner (LISTEN_CONTROLS.min_speech_ms)
+ * so that a reply can be held at once, and the page decides whether it was speech. */
+export const MIN_SPEECH_MS = 250;
+/** Speech over the assistant's turn that has not yet lasted MIN_SPEECH_MS: the VAD's end of it
+ * comes within MIN_SPEECH_MS - min_speech_ms + min_silence_ms of its report if it was shorter,
+ * so no end by then (plus this margin for the worker's trip) means it lasted (docs/voice.md,
+ * "Barge-in"). */
+const CONFIRM_SLACK_MS = 150;
 /** Speech that resumes within this many ms of the end of speech, having begun before any of the
  * reply was heard, continues the same question (a pause mid-question is not its end): the
  * turn begun on the first part is dropped and the whole utterance is transcribed. The VAD's
@@ -84,6 +92,9 @@ export class VoiceController {
   private messages: ChatMessage[] = [];
   /** The turn being answered: its record and view, until it is done or interrupted. */
   private current: { turn: number; record: TurnRecord; timeline: TurnTimeline; view: ReplyView | null; heard: HTMLElement | null } | null = null;
+  /** Speech heard over the assistant's turn, too short yet to count (MIN_SPEECH_MS): the reply
+   * is held meanwhile; ``heldMs``: from the speech's start to the hold, if something was heard. */
+  private tentative: { startedAt: number; heldMs: number | null; timer: ReturnType<typeof setTimeout> } | null = null;
   /** When the speech being heard began (performance.now() ms). */
   private speechStartAt = 0;
   /** The last utterance handed to a turn: where it began in the stream (s), when it ended
@@ -183,7 +194,9 @@ export class VoiceController {
   /** Close the microphone and stop whatever is running. */
   async stop(): Promise<void> {
     if (!this.state.running) return;
+    this.clearTentative();
     await this.interrupt('interrupted');
+    this.player.release();
     this.vad.stop();
     this.mic.stop();
     this.view.meter.reset();
@@ -253,6 +266,37 @@ export class VoiceController {
   private onSpeechStart(start: SpeechStart): void {
     if (this.view.controls.mode !== 'hands-free') return;
     const startedAt = performance.now() - start.lagMs;
+    if (!INTERRUPTIBLE.has(this.turnMachine.phase)) {
+      this.speechBegan(startedAt, null);
+      return;
+    }
+    // over the assistant's turn the VAD reports speech after LISTEN_CONTROLS.min_speech_ms:
+    // the reply is held (paused where it is) at once, and it is taken for speech, ending the
+    // turn, only once it has lasted MIN_SPEECH_MS; shorter (a cough, a click, the reply's own
+    // echo), the reply goes on from where it was held
+    const heard = this.view.controls.bargeInEnabled && this.player.hold();
+    const heldMs = heard ? Math.round(performance.now() - startedAt) : null;
+    this.clearTentative();
+    const wait = MIN_SPEECH_MS - LISTEN_CONTROLS.min_speech_ms + LISTEN_CONTROLS.min_silence_ms + CONFIRM_SLACK_MS;
+    const tentative = {
+      startedAt, heldMs,
+      timer: setTimeout(() => {
+        if (this.tentative !== tentative) return;
+        this.tentative = null;
+        this.speechBegan(startedAt, heldMs); // no end came: it lasted
+      }, wait),
+    };
+    this.tentative = tentative;
+  }
+
+  private clearTentative(): void {
+    if (this.tentative) clearTimeout(this.tentative.timer);
+    this.tentative = null;
+  }
+
+  /** Speech that began at ``startedAt`` lasted (or came outside the assistant's turn): it
+   * continues the question, interrupts the reply (barge-in) or starts a new question. */
+  private speechBegan(startedAt: number, heldMs: number | null): void {
     const phase = this.turnMachine.phase;
     const last = this.utterance;
     const current = this.current;
@@ -262,16 +306,22 @@ export class VoiceController {
         && startedAt - last.endedAt <= CONTINUE_MS && (firstAudio === undefined || startedAt <= firstAudio)) {
       // a pause, not the end: the question goes on, and is answered whole
       this.dropTurn();
+      this.player.release();
       this.joining = { startS: last.startS, joined: last.joined + 1 };
       if (this.turnMachine.to('hearing') && this.prefilling?.turn === current.turn) this.prefilling.turn = this.turnMachine.turn;
       return;
     }
     if (INTERRUPTIBLE.has(phase)) {
-      if (!this.view.controls.bargeInEnabled) return;
-      const heard = this.player.playing;
+      if (!this.view.controls.bargeInEnabled) {
+        this.player.release(); // barge-in was switched off meanwhile: nothing interrupts
+        return;
+      }
+      const heard = heldMs !== null || this.player.playing;
       void this.interrupt('interrupted'); // playback stops before this returns
-      if (current && heard) current.record.bargeInMs = Math.round(performance.now() - startedAt);
+      // the reply was silent from the hold on: that is when the user heard it stop
+      if (current && heard) current.record.bargeInMs = heldMs ?? Math.round(performance.now() - startedAt);
     }
+    this.player.release(); // nothing is left of a stopped reply; the next one plays
     this.joining = null;
     if (this.turnMachine.to('hearing')) {
       this.speechStartAt = startedAt;
@@ -280,7 +330,22 @@ export class VoiceController {
   }
 
   private onSpeechEnd(end: SpeechEnd): void {
-    if (this.view.controls.mode !== 'hands-free' || this.turnMachine.phase !== 'hearing') return;
+    if (this.view.controls.mode !== 'hands-free') return;
+    const tentative = this.tentative;
+    if (tentative) {
+      this.clearTentative();
+      if (end.speechMs < MIN_SPEECH_MS) {
+        this.player.release(); // a cough: the reply goes on where it was held
+        this.state.heldNoises++;
+        return;
+      }
+      this.speechBegan(tentative.startedAt, tentative.heldMs);
+    }
+    if (this.turnMachine.phase !== 'hearing') return;
+    if (end.speechMs < MIN_SPEECH_MS && !this.joining) {
+      this.turnMachine.to('listening'); // too short to be a question (a cough, a click)
+      return;
+    }
     // the VAD decides after some silence: the user stopped talking `lagMs` before this event
     const speechEnd = performance.now() - end.lagMs;
     const timeline = new TurnTimeline(speechEnd);
@@ -467,11 +532,11 @@ export class VoiceController {
   /** A reply finishes when it was written, spoken and heard to the end. */
   private maybeFinishTurn(): void {
     const current = this.current;
-    if (!current || !this.turnMachine.live(current.turn) || this.generatingTurn !== null || this.player.playing) return;
+    if (!current || !this.turnMachine.live(current.turn) || this.generatingTurn !== null || this.player.playing || this.player.held) return;
     if (!['thinking', 'speaking'].includes(this.turnMachine.phase)) return;
     // a sentence may still be on its way from the voice's worker
     void this.speech.drained().then(() => {
-      if (this.current === current && !this.player.playing && this.generatingTurn === null) this.endTurn(current.turn, 'done');
+      if (this.current === current && !this.player.playing && !this.player.held && this.generatingTurn === null) this.endTurn(current.turn, 'done');
     });
   }
 

@@ -1,6 +1,7 @@
 // The reply's audio: sentences scheduled back to back on one AudioContext as they arrive.
 // Keeps count of what was really heard (a barge-in cuts a sentence short) and says when each
-// sentence starts in performance.now() time, for the latency figures.
+// sentence starts in performance.now() time, for the latency figures. hold() pauses it where it
+// is (speech over the reply that may be only a cough) and release() goes on from there.
 
 const LEAD_S = 0.05; // so the first buffer is not clipped while the context wakes up
 
@@ -9,11 +10,38 @@ export class ReplyPlayer {
   private live = new Map<AudioBufferSourceNode, { at: number; duration: number }>();
   private nextAt = 0;
   private played = 0; // seconds heard in this reply, sentences that ended or were cut
+  private holding = false;
   /** Playback started (true) or ran dry / was stopped (false). */
   onChange: (playing: boolean) => void = () => {};
 
+  /** Something is being heard: scheduled and not held. */
   get playing(): boolean {
-    return this.live.size > 0;
+    return this.live.size > 0 && !this.holding;
+  }
+
+  /** Paused by hold(): what is scheduled (and what is added meanwhile) waits for release(). */
+  get held(): boolean {
+    return this.holding;
+  }
+
+  /** Pause now, keeping the place: the context's clock stops (suspend), so every sentence
+   * scheduled on it, the one sounding included, goes on from the same sample on release().
+   * Returns whether something was being heard. stop() and begin() keep the hold. */
+  hold(): boolean {
+    if (this.holding) return false;
+    const wasPlaying = this.playing;
+    this.holding = true;
+    if (this.ctx) void this.ctx.suspend().catch(() => undefined);
+    if (wasPlaying) this.onChange(false);
+    return wasPlaying;
+  }
+
+  /** End the hold: what was held plays on from where it stopped. */
+  release(): void {
+    if (!this.holding) return;
+    this.holding = false;
+    if (this.ctx) void this.ctx.resume().catch(() => undefined);
+    this.onChange(this.playing);
   }
 
   /** Create or wake the AudioContext; call it in a click handler (autoplay rules). */
@@ -49,7 +77,7 @@ export class ReplyPlayer {
       this.live.delete(source);
       if (!this.playing) this.onChange(false);
     };
-    if (!wasPlaying) this.onChange(true);
+    if (!wasPlaying && this.playing) this.onChange(true);
     return performance.now() + (at - ctx.currentTime) * 1000;
   }
 

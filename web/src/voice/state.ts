@@ -55,9 +55,12 @@ export interface VoiceState {
   micRate: number | null;
   /** Utterances the VAD cut at a pause that were joined again (controller CONTINUE_MS). */
   joinedPauses: number;
+  /** Speech over the assistant's turn too short to count (controller MIN_SPEECH_MS): the reply
+   * was held while it lasted and then went on. */
+  heldNoises: number;
   lastError: (ShownError & { during: string }) | null;
 }
 
 export function initialState(): VoiceState {
-  return { phase: 'off', running: false, loading: false, turns: [], playing: false, generating: false, micRate: null, joinedPauses: 0, lastError: null };
+  return { phase: 'off', running: false, loading: false, turns: [], playing: false, generating: false, micRate: null, joinedPauses: 0, heldNoises: 0, lastError: null };
 }

@@ -37,8 +37,11 @@ export interface VadHandlers {
 /** Silence (ms) that ends an utterance: every turn waits this long before anything else can
  * start, so it is short; a longer pause mid-question is joined again by the controller
  * (CONTINUE_MS). Measured by bench/voice_hangover.py: docs/voice.md, "End of speech". Padding
- * keeps the word edges for the recogniser. */
-export const LISTEN_CONTROLS = { min_silence_ms: 400, speech_pad_ms: 200, min_speech_ms: 250 };
+ * keeps the word edges for the recogniser. Speech is reported after 96 ms of it (three 32 ms
+ * chunks), so that speaking over a reply holds it within 200 ms; the controller drops what is
+ * shorter than its MIN_SPEECH_MS (250 ms), the rule the VAD applied itself before (docs/voice.md,
+ * "Barge-in"). */
+export const LISTEN_CONTROLS = { min_silence_ms: 400, speech_pad_ms: 200, min_speech_ms: 96 };
 
 export class VadLink {
   private listening: Listening | null = null;
