@@ -9,10 +9,11 @@ PatchImage).
 model.types "qwen2_5_vl" and "gemma3" are translated onto the vision-language flow
 (docs/vision-language.md): the vision session once per image, the embedding fed the image
 features through a ``merge`` into its input, the processor file read by
-image/ort_extensions.py; qwen2_5_vl with mrope_3d positions and Qwen2-VL patch rows (qwen3_vl
-and qwen3_5 the same: onnxruntime-genai runs them through one vision state, position rule and
-processor; the interleaved mRoPE layout lives inside the decoder graph, no DeepStack features
-reach it, and Qwen3.5's conv / recurrent state is the decoder translation's), gemma3
+image/ort_extensions.py; qwen2_5_vl with mrope_3d positions and Qwen2-VL patch rows (qwen3_vl,
+qwen3_5, qwen3_5_moe and fara the same: onnxruntime-genai runs them through one vision state,
+position rule and processor; Fara's decoder is Qwen2.5-VL's; Qwen3.5-MoE's MoE MLPs and the
+interleaved mRoPE layout live inside the decoder graph, no DeepStack features reach it, and
+Qwen3.5's conv / recurrent state is the decoder translation's), gemma3
 with ordinary positions, [1, 3, h, w] pixels and 256 <image_soft_token> per image (the count
 onnxruntime-genai's gemma_image_processor writes); phi3v (Phi-3 / Phi-3.5-vision) with ordinary
 positions, HD crops [1, 17, 3, 336, 336] and image_sizes per image, and the -1 placeholder ids
@@ -38,19 +39,16 @@ from .parse import describe
 
 SECTIONS = ("vision", "speech", "embedding")
 
-# the Qwen-VL family (genai's IsQwenVLFamily) beyond the translated ones: not checked against
-# onnxruntime-genai
-_QWEN_VL = ("(only model.types qwen2_5_vl, qwen3_vl and qwen3_5 are translated, the ones checked "
-            "against onnxruntime-genai by tests/fixtures/genai_qwen25_vl.py and genai_qwen3vl.py; "
-            "this type's vision session and positions are not)")
 # onto the vision-language flow by translate() below
-TRANSLATED = ("qwen2_5_vl", "qwen3_vl", "qwen3_5", "gemma3", "phi3v", "phi4mm", "gemma4", "mistral3")
+# (the Qwen-VL family, genai's IsQwenVLFamily: fara, Qwen2.5-VL's decoder, and qwen3_5_moe,
+# Qwen3.5's with MoE MLPs, run qwen2_5_vl's vision state, positions and processor; each type is
+# checked against onnxruntime-genai: tests/py/pipeline/test_genai_qwen25_vl.py, test_genai_qwen3vl.py)
+TRANSLATED = ("qwen2_5_vl", "qwen3_vl", "qwen3_5", "qwen3_5_moe", "fara", "gemma3", "phi3v", "phi4mm",
+              "gemma4", "mistral3")
 # model.type -> (the section that needs the missing feature, the feature)
 _VISION_TYPES = {
     "qwen3vl": ("vision", 'Qwen3-VL under the name onnxruntime-genai 0.18\'s builder writes (its runtime '
                           'refuses it too: "Unsupported model_type"; genai runs model.type "qwen3_vl")'),
-    "qwen3_5_moe": ("vision", "Qwen3.5-MoE image input " + _QWEN_VL),
-    "fara": ("vision", "Fara (Qwen-VL family) image input " + _QWEN_VL),
     "videochat_flash_qwen": ("vision", "VideoChat-Flash video frames with a fixed token count "
                                        "per frame (onnxruntime-genai's videochat_flash_processor)"),
 }

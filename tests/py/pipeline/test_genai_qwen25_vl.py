@@ -105,3 +105,28 @@ def test_fed_rows_need_fixed_trailing_dims(bundle, tmp_path):
     with pytest.raises(ConfigError, match='input "image_features" of session "embedding" takes the rows, '
                                           "so it needs the shape \\[rows, fixed dims...\\]"):
         onnxpipe.load(dest)
+
+
+def test_fara_runs_as_qwen25_vl(bundle, expected, tmp_path):
+    """model.type "fara" (genai's Qwen-VL family: Qwen2.5-VL's decoder, vision state, positions and
+    processor): the same files under that type; onnxruntime-genai 0.18 is run on the copy here,
+    with the image and without, and onnxpipe gives its tokens."""
+    import shutil
+
+    from onnxpipe.image.files import read_image
+    from tests.fixtures.genai_qwen25_vl import _genai_greedy
+
+    fara = shutil.copytree(bundle, tmp_path / "fara")
+    cfg = json.loads((fara / "genai_config.json").read_text())
+    cfg["model"]["type"] = "fara"
+    (fara / "genai_config.json").write_text(json.dumps(cfg))
+    pipe = onnxpipe.load(fara)
+    for name, image in (("image", fara / expected["image"]["file"]), ("text", None)):
+        case = expected["cases"][name]
+        ids, tokens = _genai_greedy(fara, case["prompt"], image)
+        # genai's own run of the same graphs under qwen2_5_vl: the margins recorded there are this run's
+        assert (ids, tokens) == (case["input_ids"], case["greedy_tokens"])
+        result = pipe.generate(prompt=case["prompt"], images=[read_image(str(image))] if image else None,
+                               max_new_tokens=expected["max_new_tokens"], do_sample=False)
+        assert result.prompt_tokens == len(ids)
+        _agrees(result, {"greedy_tokens": tokens, "margins": case["margins"]})

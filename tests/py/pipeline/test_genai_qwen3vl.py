@@ -1,9 +1,11 @@
-"""onnxruntime-genai Qwen3-VL and Qwen3.5 bundles (model.types "qwen3_vl" and "qwen3_5": vision +
+"""onnxruntime-genai Qwen3-VL, Qwen3.5 and Qwen3.5-MoE bundles (model.types "qwen3_vl", "qwen3_5" and
+"qwen3_5_moe": vision +
 embedding + decoder sections, tests/fixtures/genai_qwen3vl.py) loaded unchanged: greedy tokens
 agree with onnxruntime-genai 0.18's, with an image and without (margin rule, tests/agreement.py).
 The translation is qwen2_5_vl's; what differs is in the files: 16-pixel patches and mean/std
 0.5 in the processor file, the interleaved mRoPE layout inside the decoder graph (Qwen3.5: and
-the conv / recurrent state of its Gated DeltaNet layer, as for its text-only bundles)."""
+the conv / recurrent state of its Gated DeltaNet layer, as for its text-only bundles; Qwen3.5-MoE:
+and the builder's com.microsoft MoE nodes)."""
 
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ from tests.fixtures.genai_qwen3vl import IMAGE
 TOLERANCE = 1e-3   # the same ONNX files as onnxruntime-genai: only feeds and positions could differ
 
 
-@pytest.fixture(scope="module", params=["genai_qwen3vl", "genai_qwen35_vl"])
+@pytest.fixture(scope="module", params=["genai_qwen3vl", "genai_qwen35_vl", "genai_qwen35_moe_vl"])
 def bundle(request) -> Path:
     return tiny_models.ensure(request.param)
 
@@ -49,7 +51,8 @@ def _agrees(result, case: dict) -> None:
 
 def test_bundle_is_genai_only(bundle):
     assert (bundle / "genai_config.json").is_file() and not (bundle / "pipeline.json").exists()
-    kind = {"genai_qwen3vl": "qwen3_vl", "genai_qwen35_vl": "qwen3_5"}[bundle.name]
+    kind = {"genai_qwen3vl": "qwen3_vl", "genai_qwen35_vl": "qwen3_5",
+            "genai_qwen35_moe_vl": "qwen3_5_moe"}[bundle.name]
     assert json.loads((bundle / "genai_config.json").read_text())["model"]["type"] == kind
 
 
