@@ -41,6 +41,7 @@ import onnxpipe
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODELS = os.path.join(ROOT, "public", "models")
 SENTENCES = [
+    "Hello there.",   # the README example: under a second
     "Yes, please.",
     "What time is it?",
     "Turn on the lights in the kitchen.",

@@ -79,6 +79,9 @@ def extend(model: dict[str, Any], doc: dict[str, Any], file: str) -> None:
                               path=f"$.model.vision.{key}")
         sizes[key] = value
     ref = vision.get("config_filename", "processor_config.json")
+    if not isinstance(ref, str) or not ref:
+        raise ConfigError(f"expected the processor file's name (a non-empty string), found {describe(ref)}",
+                          file=file, path="$.model.vision.config_filename")
     try:
         processor, path = PROCESSOR_READERS["image"](os.path.dirname(file), ref, "$.model.vision.config_filename")
     except ConfigError as exc:

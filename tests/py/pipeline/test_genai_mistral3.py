@@ -160,6 +160,8 @@ def _edit(path: Path, change) -> None:
      "smart_resize: only 1 is supported in the Pixtral list"),
     (lambda p: p["processor"]["transforms"].pop(5), "processor_config.json", "$.processor.transforms",
      "no Permute3D transform: the Pixtral list"),
+    (lambda g: g["model"]["vision"].update(config_filename=None), "genai_config.json",
+     "$.model.vision.config_filename", "expected the processor file's name \\(a non-empty string\\), found null"),
 ])
 def test_what_genai_would_run_differently_is_refused(bundle, tmp_path, change, file, path, message):
     dest = _copy(bundle, tmp_path)
