@@ -82,7 +82,7 @@ def test_phi4mm_speech_is_read_and_needs_its_files(tmp_path):
     assert info.value.path == "$.model.speech.config_filename"
     (tmp_path / "audio_processor_config.json").write_text(json.dumps(SPEECH_PROCESSOR))
     with pytest.raises(ConfigError, match=r'model.type "phi4mm": expected a model.vision object with a '
-@pytest.mark.parametrize("kind", ["qwen2_5_vl", "qwen3_vl", "qwen3_5", "qwen3_5_moe", "fara"])   # one, as genai
+                                          r'"filename" \(onnxruntime-genai loads one for every phi4mm bundle\)') as info:
         genai_v1.translate(bundle("phi4mm", embedding=EMBEDDING, speech=SPEECH), str(tmp_path / "genai_config.json"))
     assert info.value.path == "$.model.vision"
 
