@@ -98,8 +98,9 @@ class Executor:
         if plan.counter_dtype is not None:
             shape = (1,) if len(infos[plan.step.counter].shape) == 1 else ()
             feeds[plan.step.counter] = backend.tensor([index], plan.counter_dtype, shape)
-        fed_rows = []
+        fed_rows = None   # only steps that merge features allocate (not the decoder's per-token run)
         if plan.merges:
+            fed_rows = []
             for name, (rows, ours) in feed_features(backend, self.values, plan, inputs).items():
                 feeds[name] = rows
                 if ours:
@@ -121,8 +122,8 @@ class Executor:
             outputs = per_image.run_per_item(backend, plan, feeds, inputs)
         else:
             outputs = backend.run(plan.session, feeds, plan.outputs, bound)
-        backend.dispose_many(fed_rows)
         if plan.merges:
+            backend.dispose_many(fed_rows)
             merge_features(backend, self.values, plan, outputs, inputs)
         if plugin_made:   # tensors the plugin made for this run are ours to free
             backend.dispose_many(plugin_made)
