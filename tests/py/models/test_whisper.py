@@ -163,9 +163,57 @@ def test_mel_graph_matches_the_feature_extractor(kind):
          "500 samples": speechy[:500], "silence": np.zeros(16000, np.float32)}[kind]
     ref = WhisperFeatureExtractor(feature_size=80, sampling_rate=16000)(
         x, sampling_rate=16000, return_tensors="np").input_features
-    got = ort.InferenceSession(str(BUNDLE / "mel.onnx")).run(None, {"waveform": x[None]})[0]
+    got = ort.InferenceSession(str(BUNDLE / "mel.onnx")).run(None, {"waveform": x[None],
+                                                                     "input_frames": np.array([3000], np.int64)})[0]
     assert got.shape == ref.shape == (1, 80, 3000)
     assert np.max(np.abs(got - ref)) <= MEL_TOLERANCE
+
+
+def _whole_window_mel(tmp_path: Path) -> Path:
+    """The bundle with mel.onnx's input_frames fixed at 3000 (the whole window, as before it took
+    input_frames): the encoder cuts the window's features to the frames it encodes."""
+    import json
+    import os
+
+    import onnx
+    from onnx import TensorProto, helper
+
+    out = tmp_path / "whole-window-mel"
+    out.mkdir()
+    for f in BUNDLE.iterdir():
+        if f.name not in ("pipeline.json", "mel.onnx", "manifest.json", ".built"):
+            os.symlink(f, out / f.name)
+    mel = onnx.load(str(BUNDLE / "mel.onnx"))
+    mel.graph.input.remove(next(i for i in mel.graph.input if i.name == "input_frames"))
+    mel.graph.initializer.append(helper.make_tensor("input_frames", TensorProto.INT64, [1], [3000]))
+    onnx.save(mel, str(out / "mel.onnx"))
+    doc = json.loads((BUNDLE / "pipeline.json").read_text(encoding="utf-8"))
+    doc["pipeline"]["dataflow"].remove({"from": "inputs.input_frames", "to": "mel.input_frames"})
+    (out / "pipeline.json").write_text(json.dumps(doc), encoding="utf-8")
+    return out
+
+
+@needs_piper
+def test_mel_computes_only_the_encoded_frames(whisper, spoken, tmp_path):
+    """mel.onnx at input_frames N is its whole window cut to N (CUT_TOLERANCE: the same samples
+    through the same ops; see the builder), and a transcript's tokens are those of the whole
+    window's features cut by the encoder."""
+    from onnxpipe.export.whisper import CUT_TOLERANCE
+    from onnxpipe.pipeline import audio_context
+
+    audio, rate = spoken
+    samples16, _, _ = whisper.transcription.resample(audio[SENTENCES[0]].tolist(), rate)
+    wave = np.asarray(samples16, dtype=np.float32)[None]
+    frames = audio_context.frames(whisper.spec.preprocessing.audio, wave.shape[1])   # what the pipeline asks
+    mel = ort.InferenceSession(str(BUNDLE / "mel.onnx"), providers=["CPUExecutionProvider"])
+    whole = mel.run(None, {"waveform": wave, "input_frames": np.array([3000], np.int64)})[0]
+    for n in (2, 100, wave.shape[1] // 160, frames):   # fewer frames than the audio too
+        cut = mel.run(None, {"waveform": wave, "input_frames": np.array([n], np.int64)})[0]
+        assert cut.shape == (1, 80, n)
+        assert np.max(np.abs(cut - whole[:, :, :n])) <= CUT_TOLERANCE, n
+    before = onnxpipe.load(_whole_window_mel(tmp_path))
+    ours, theirs = whisper.transcribe(wave[0], 16000), before.transcribe(wave[0], 16000)
+    assert ours.tokens == theirs.tokens, (ours.text, theirs.text)
 
 
 def test_bad_audio_is_refused_clearly(whisper):
