@@ -108,6 +108,16 @@ class AudioContext:
                                                    "a repetition loop), or that ran to max_length, is decoded "
                                                    "again over the whole window; 0: never",
                                              range=Range(0, 1000, "a ratio"))
+    fallback_repeat_tokens: int = spec(3, "a window whose tokens say a run of at least this many tokens twice "
+                                          "in a row (\"What time is it? What time is it?\") is decoded again over "
+                                          "the whole window; 0: never", range=Range(0, 1000, "tokens"))
+    fallback_tokens_per_second: float = spec(12.0, "a window's decode stops after this many tokens per second "
+                                                   "of its audio (plus 16) and is decoded again over the whole "
+                                                   "window: a loop costs that much, not max_length; 0: no budget",
+                                             range=Range(0, 1000, "tokens per second"))
+    on_budget_loop: str = spec("cut", "a decode that ran to its budget saying one period again and again: cut, "
+                                      "the text is its first reading (up to its last sentence end); window: "
+                                      "decoded again over the whole window", choices=("cut", "window"))
 
 
 @dataclass(frozen=True)

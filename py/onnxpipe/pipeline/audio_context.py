@@ -6,11 +6,13 @@ only the frames that hold the window's audio (plus ``margin_seconds``), rounded 
 ``bucket_seconds`` and to ``frame_multiple``; the encoder graph cuts its features and its
 positional embeddings to that count (export/whisper_onnx.py). ``encode: "window"`` gives every
 frame: the reference. Whisper trained on whole windows may loop on a short context ("Yes,
-please. Yes, please. ..."): ``margin_seconds`` of the silence that follows keeps it from that
-(bench/asr_context.py measures it), and a window whose text still looks like a loop (it
-compresses more than ``fallback_compression_ratio`` with zlib, the test OpenAI's Whisper uses to
-retry a decode, or it ran to max_length) is decoded again over the whole window. Pure Python
-(the browser path has no numpy).
+please. Yes, please. ..."): ``margin_seconds`` of the silence that follows makes that rarer
+(bench/asr_context.py measures it), and a window whose text still looks like a loop is decoded
+again over the whole window, the reference: it says a run of ``fallback_repeat_tokens`` tokens
+twice in a row, it compresses more than ``fallback_compression_ratio`` with zlib (the test
+OpenAI's Whisper uses to retry a decode), or it ran to max_length or to its budget of
+``fallback_tokens_per_second`` (which bounds what a loop costs). Pure Python (the browser path
+has no numpy).
 """
 
 from __future__ import annotations
@@ -85,12 +87,72 @@ def frames(audio, samples: int) -> int:
     return max(ctx.frame_multiple, min(full, count))
 
 
-def looped(audio, text: str, finish_reason: str, max_new_tokens) -> bool:
-    """Whether a window decoded on a short context should be decoded again over the whole window."""
+BUDGET_BASE_TOKENS = 16   # a short clip's budget: "Yes." has 2 tokens, a spelled-out number many more
+
+
+def budget(audio, samples: int, max_new_tokens):
+    """The most tokens a short-context decode of ``samples`` samples may write: the caller's cap,
+    or ``fallback_tokens_per_second`` of its audio (plus 16) if that is fewer."""
     ctx = audio.context
-    if ctx is None or ctx.encode == "window" or ctx.fallback_compression_ratio == 0 or finish_reason == "cancelled":
+    if ctx is None or ctx.encode == "window" or ctx.fallback_tokens_per_second == 0:
+        return max_new_tokens
+    own = BUDGET_BASE_TOKENS + math.ceil(ctx.fallback_tokens_per_second * samples / audio.sample_rate)
+    return own if max_new_tokens is None else min(own, max_new_tokens)
+
+
+def repeats(ids, run: int) -> bool:
+    """Whether ``ids`` hold some run of at least ``run`` ids twice in a row."""
+    n = len(ids)
+    for k in range(run, n // 2 + 1):
+        for i in range(n - 2 * k + 1):
+            if ids[i] == ids[i + k] and ids[i:i + k] == ids[i + k:i + 2 * k]:
+                return True
+    return False
+
+
+def loop_cut(ids, run: int, ends_sentence=None):
+    """Where a decode that ran out of tokens inside a loop ends: if ``ids`` end in two or more
+    copies of one period of at least ``run`` ids (the last copy may be cut short), the length up
+    to the end of the first copy, moved back to the last id in that copy for which
+    ``ends_sentence(id)`` holds, if any; else None. A short context makes Whisper read the speech
+    again and again ("Yes, please. Yes, please. Yes,"): the first reading is the transcript. (The
+    period is found from its first differing id: "turn on ... kitchen. Turn on ... kitchen. Turn"
+    repeats " on ... kitchen. Turn", whose sentence end puts the cut after "kitchen.".)"""
+    n = len(ids)
+    for start in range(n):
+        for k in range(run, (n - start) // 2 + 1):
+            if all(ids[i] == ids[i - k] for i in range(start + k, n)):
+                if ends_sentence is not None:
+                    for end in range(start + k, start, -1):
+                        if ends_sentence(ids[end - 1]):
+                            return end
+                return start + k
+    return None
+
+
+def budget_loop_cut(audio, ids, finish_reason: str, max_new_tokens, budgeted, ends_sentence=None):
+    """With ``on_budget_loop: "cut"``, where a short-context decode that ran to its budget inside a
+    loop ends (``loop_cut``); None for any other decode (``looped`` then judges it)."""
+    ctx = audio.context
+    if (ctx is None or ctx.encode == "window" or ctx.on_budget_loop != "cut" or not ctx.fallback_repeat_tokens
+            or finish_reason != "length" or budgeted is None
+            or (max_new_tokens is not None and budgeted >= max_new_tokens)):
+        return None
+    return loop_cut(ids, ctx.fallback_repeat_tokens, ends_sentence)
+
+
+def looped(audio, ids, text: str, finish_reason: str, max_new_tokens, budgeted=None) -> bool:
+    """Whether a window decoded on a short context should be decoded again over the whole window:
+    its text looks like a loop, or it ran out of tokens that were not the caller's cap
+    (``budgeted``: the cap it was decoded with, from ``budget``)."""
+    ctx = audio.context
+    if ctx is None or ctx.encode == "window" or finish_reason == "cancelled":
         return False
-    if finish_reason == "length" and max_new_tokens is None:   # ran to max_length, not the caller's cap
+    if finish_reason == "length" and (max_new_tokens is None or (budgeted is not None and budgeted < max_new_tokens)):
+        return True   # ran to max_length or to the budget, not to the caller's cap
+    if ctx.fallback_repeat_tokens and repeats(ids, ctx.fallback_repeat_tokens):
         return True
+    if ctx.fallback_compression_ratio == 0:
+        return False
     raw = text.encode("utf-8")
     return bool(raw) and len(raw) / len(zlib.compress(raw)) > ctx.fallback_compression_ratio

@@ -26,6 +26,7 @@ from .transcription_result import TranscriptionResult, WindowText
 FRAME_SECONDS = 0.01     # energy frames of the resampler
 SEARCH_SECONDS = 10.0    # a window is cut within this much of its end
 SMOOTH_FRAMES = 10       # quietness is judged over 100 ms
+SENTENCE_ENDS = (".", "?", "!", "\u3002", "\uff1f", "\uff01")   # where a loop's first reading may end
 
 
 def check_declarations(loaded) -> None:
@@ -158,14 +159,36 @@ class Transcription:
     def decode(self, piece: array, text, frames=None, max_new_tokens=None, cancel=None, **search):
         """(ids, words, finish reason) of one window, from a fresh state."""
         stops = frozenset(self.loaded.eos)
-        special = frozenset(text.special_token_ids) | stops
         result = self.generation.generate(max_new_tokens=max_new_tokens, inputs=self.inputs(piece, frames),
                                           cancel=cancel, **search)
         ids = list(result.tokens)
         if result.finish_reason == "stop" and ids and ids[-1] in stops:
             ids.pop()   # the stop id ends the window; it is not part of the text
-        words = text.decode([t for t in ids if t not in special], skip_special_tokens=True).strip()
-        return ids, words, result.finish_reason
+        return ids, self.words(text, ids), result.finish_reason
+
+    def words(self, text, ids) -> str:
+        special = frozenset(text.special_token_ids) | frozenset(self.loaded.eos)
+        return text.decode([t for t in ids if t not in special], skip_special_tokens=True).strip()
+
+    def decode_window(self, piece: array, text, max_new_tokens, cancel, **search):
+        """(ids, words, finish reason) of one window: on the context the bundle says; a decode that
+        loops there ends at its first reading or is done again over the whole window
+        (pipeline/audio_context.py)."""
+        audio = self.loaded.spec.preprocessing.audio
+        budgeted = audio_context.budget(audio, len(piece), max_new_tokens)
+        ids, words, reason = self.decode(piece, text, None, budgeted, cancel, **search)
+        ends = {}
+
+        def ends_sentence(token: int) -> bool:
+            if token not in ends:
+                ends[token] = text.decode([token], skip_special_tokens=True).rstrip().endswith(SENTENCE_ENDS)
+            return ends[token]
+        cut = audio_context.budget_loop_cut(audio, ids, reason, max_new_tokens, budgeted, ends_sentence)
+        if cut is not None:
+            return ids[:cut], self.words(text, ids[:cut]), "stop"
+        if audio_context.looped(audio, ids, words, reason, max_new_tokens, budgeted):
+            return self.decode(piece, text, audio_context.window_frames(audio), max_new_tokens, cancel, **search)
+        return ids, words, reason
 
     def transcribe(self, samples, sample_rate: int, on_text=None, cancel=None, max_new_tokens=None,
                    **search) -> TranscriptionResult:
@@ -193,10 +216,7 @@ class Transcription:
         for index, (lo, hi) in enumerate(spans):
             began = time.perf_counter()
             piece = resampled[lo:hi]
-            ids, words, reason = self.decode(piece, text, None, max_new_tokens, cancel, **search)
-            if audio_context.looped(audio, words, reason, max_new_tokens):   # Whisper's own fallback test
-                ids, words, reason = self.decode(piece, text, audio_context.window_frames(audio), max_new_tokens,
-                                                 cancel, **search)
+            ids, words, reason = self.decode_window(piece, text, max_new_tokens, cancel, **search)
             window = WindowText(index, lo / rate, hi / rate, words, ids, time.perf_counter() - began)
             pieces.append(window)
             if on_text is not None:

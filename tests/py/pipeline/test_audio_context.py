@@ -46,6 +46,8 @@ needs_whisper = pytest.mark.skipif(not _takes_frames(), reason=f"{BUNDLE} is not
 def _audio(**context):
     ctx = SimpleNamespace(**{"encode": "speech", "frames_per_second": 100, "bucket_seconds": 1.0,
                              "margin_seconds": 0.0, "frame_multiple": 2, "fallback_compression_ratio": 2.4,
+                             "fallback_repeat_tokens": 3, "fallback_tokens_per_second": 12.0,
+                             "on_budget_loop": "cut",
                              **context})
     return SimpleNamespace(sample_rate=16000, window_seconds=30.0, context=ctx)
 
@@ -64,18 +66,101 @@ def test_frames(samples, context, expected):
     assert audio_context.frames(_audio(**context), int(samples)) == expected
 
 
+def _ids(text: str) -> list[int]:
+    """Stand-in token ids: one per word (the repeat test compares ids, not text)."""
+    vocab: dict[str, int] = {}
+    return [vocab.setdefault(w, len(vocab)) for w in text.split()]
+
+
 @pytest.mark.parametrize("text,reason,cap,context,expected", [
     ("Yes, please.", "stop", None, {}, False),
-    ("Yes, please. " * 20, "stop", None, {}, True),                      # compresses 10x
-    ("Yes, please. " * 20, "stop", None, {"fallback_compression_ratio": 0}, False),
+    ("Yes, please. " * 20, "stop", None, {"fallback_repeat_tokens": 0}, True),   # compresses 10x
+    ("Yes, please. " * 20, "stop", None, {"fallback_compression_ratio": 0, "fallback_repeat_tokens": 0}, False),
     ("Yes, please. " * 20, "stop", None, {"encode": "window"}, False),   # already the whole window
     ("Turn on the lights.", "length", None, {}, True),                   # ran to max_length
     ("Turn on the lights.", "length", 3, {}, False),                     # the caller's own cap
     ("", "stop", None, {}, False),
     ("Yes, please. " * 20, "cancelled", None, {}, False),               # the caller stopped it
+    ("What time is it? What time is it?", "stop", None, {}, True),      # too short to compress
+    ("What time is it? What time is it?", "stop", None, {"fallback_repeat_tokens": 5}, False),
+    ("What time is it? What time is it?", "stop", None, {"fallback_repeat_tokens": 0}, False),
+    ("It is very very cold, very very cold indeed.", "stop", None, {}, False),   # a run of 2, said twice
 ])
 def test_looped(text, reason, cap, context, expected):
-    assert audio_context.looped(_audio(**context), text, reason, cap) is expected
+    assert audio_context.looped(_audio(**context), _ids(text), text, reason, cap) is expected
+
+
+@pytest.mark.parametrize("ids,run,expected", [
+    ([1, 2, 3, 1, 2, 3], 3, True),
+    ([1, 2, 3, 1, 2, 3], 4, False),
+    ([9, 1, 2, 3, 4, 1, 2, 3, 4, 9], 3, True),    # a run of 4 inside, counted for run >= 3
+    ([1, 2, 3, 4, 1, 2, 3], 3, False),            # not back to back
+    ([5, 5, 5, 5, 5, 5], 3, True),
+    ([], 3, False),
+])
+def test_repeats(ids, run, expected):
+    assert audio_context.repeats(ids, run) is expected
+
+
+@pytest.mark.parametrize("samples,cap,context,expected", [
+    (16000, None, {}, 16 + 12),                            # 1 s: 12 per second plus 16
+    (16001, None, {}, 16 + 13),                            # rounded up
+    (8000, 10, {}, 10),                                    # the caller's cap, if fewer
+    (160000, 40, {}, 40),
+    (16000, None, {"fallback_tokens_per_second": 0}, None),  # no budget
+    (16000, 7, {"encode": "window"}, 7),                   # the reference: only the caller's cap
+])
+def test_budget(samples, cap, context, expected):
+    assert audio_context.budget(_audio(**context), samples, cap) == expected
+
+
+@pytest.mark.parametrize("reason,cap,budgeted,expected", [
+    ("length", None, 28, True),     # ran to the budget: a loop
+    ("length", 100, 28, True),      # the budget was below the caller's cap
+    ("length", 20, 20, False),      # the caller's cap
+    ("stop", None, 28, False),
+])
+def test_looped_at_the_budget(reason, cap, budgeted, expected):
+    assert audio_context.looped(_audio(), [1, 2], "Turn on.", reason, cap, budgeted) is expected
+
+
+YES, COMMA, PLEASE, DOT, TURN_LOWER, ON, KITCHEN, TURN = 1, 2, 3, 4, 5, 6, 7, 8
+
+
+def _ends_sentence(token: int) -> bool:
+    return token == DOT
+
+
+@pytest.mark.parametrize("ids,expected", [
+    ([YES, COMMA, PLEASE, DOT] * 3 + [YES, COMMA], 4),                  # "Yes, please." read again and again
+    ([TURN_LOWER, ON, KITCHEN, DOT] + [TURN, ON, KITCHEN, DOT] * 2 + [TURN], 4),   # the period starts at "on"
+    ([YES, COMMA, PLEASE, DOT, TURN, ON], None),                        # no period: not a loop
+    ([YES, ON, YES, ON, YES, ON], None),                                # a period of 2 is under the run of 3
+])
+def test_loop_cut(ids, expected):
+    assert audio_context.loop_cut(ids, 3, _ends_sentence) == expected
+
+
+def test_loop_cut_without_a_sentence_end_keeps_the_first_period():
+    assert audio_context.loop_cut([TURN, ON, KITCHEN] * 3, 3, _ends_sentence) == 3
+    assert audio_context.loop_cut([TURN_LOWER] + [ON, KITCHEN, TURN] * 2, 3) == 4   # no sentence test: one period
+
+
+LOOP = [YES, COMMA, PLEASE, DOT] * 7 + [YES, COMMA]
+
+
+@pytest.mark.parametrize("reason,cap,budgeted,context,expected", [
+    ("length", None, 30, {}, 4),                          # ran to the budget in a loop: its first reading
+    ("length", 100, 30, {}, 4),
+    ("length", 30, 30, {}, None),                         # the caller's cap, not the budget
+    ("stop", None, 30, {}, None),
+    ("length", None, None, {}, None),                     # no budget: max_length (looped() retries it)
+    ("length", None, 30, {"on_budget_loop": "window"}, None),
+    ("length", None, 30, {"fallback_repeat_tokens": 0}, None),
+    ("length", None, 30, {"encode": "window"}, None),
+])
+def test_budget_loop_cut(reason, cap, budgeted, context, expected):
+    assert audio_context.budget_loop_cut(_audio(**context), LOOP, reason, cap, budgeted, _ends_sentence) == expected
 
 
 def _variant(tmp_path: Path, edit) -> Path:
@@ -113,6 +198,9 @@ def test_an_encoder_without_a_frame_count_is_refused(tmp_path, frames_input):
     (_context(margin_seconds=-1), "$.preprocessing.audio.context.margin_seconds", "-1"),
     (_context(encode="all"), "$.preprocessing.audio.context.encode", "window"),
     (_context(bucket=1), "$.preprocessing.audio.context", "bucket"),
+    (_context(on_budget_loop="retry"), "$.preprocessing.audio.context.on_budget_loop", "window"),
+    (_context(fallback_repeat_tokens=-1), "$.preprocessing.audio.context.fallback_repeat_tokens", "-1"),
+    (_context(fallback_tokens_per_second=2000), "$.preprocessing.audio.context.fallback_tokens_per_second", "2000"),
 ])
 def test_refused_at_load(tmp_path, edit, path, says):
     with pytest.raises(ConfigError) as info:
@@ -139,22 +227,66 @@ def pair(tmp_path_factory):
 
 
 CLIPS = [("piper", "Turn on the lights in the kitchen."),   # 1.5 s
+         ("piper", "Yes, please."),                          # 1.1 s: loops on a short context
          ("espeak", "What time is it?"),                     # 1.1 s
          ("espeak", "We walked along the river until the sun went down, and then we took the last bus home.")]
 
 
-@needs_whisper
-@pytest.mark.skipif(not (PIPER / "en_US-joe-medium.onnx").exists() or shutil.which("espeak-ng") is None,
-                    reason="needs the Piper bundle (`make models`) and espeak-ng (`make espeak`)")
-@pytest.mark.parametrize("voice,text", CLIPS)
-def test_speech_context_equals_the_whole_window(pair, voice, text):
-    speech, window = pair
+def _said(voice: str, text: str) -> tuple[list[float], int]:
     if voice == "piper":
         result = onnxpipe.load(PIPER).speak(text, noise_scale=0, noise_w=0)
-        samples, rate = list(result.samples), result.sample_rate
-    else:
-        samples, rate = _espeak(text)
+        return list(result.samples), result.sample_rate
+    return _espeak(text)
+
+
+def _words(text: str) -> list[str]:
+    return "".join(c if c.isalnum() or c == " " else " " for c in text.lower().replace("'", "")).split()
+
+
+def _edits(said: str, heard: str) -> int:
+    a, b = _words(said), _words(heard)
+    row = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        prev, row[0] = row[0], i
+        for j, y in enumerate(b, 1):
+            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (x != y))
+    return row[-1]
+
+
+needs_voices = pytest.mark.skipif(not (PIPER / "en_US-joe-medium.onnx").exists() or shutil.which("espeak-ng") is None,
+                                  reason="needs the Piper bundle (`make models`) and espeak-ng (`make espeak`)")
+
+
+@needs_whisper
+@needs_voices
+def test_speech_context_is_as_faithful_as_the_whole_window(pair):
+    """The shipped context against the whole window (the reference) on the same clips: the Piper
+    questions heard word for word, and no more word errors in all than the reference makes
+    (the whole set, with its figures: bench/asr_context.py)."""
+    speech, window = pair
     assert speech.spec.preprocessing.audio.context.encode == "speech"
-    ours, reference = speech.transcribe(samples, rate), window.transcribe(samples, rate)
-    assert ours.tokens == reference.tokens, (ours.text, reference.text)
-    assert ours.text == reference.text
+    ours = reference = 0
+    for voice, text in CLIPS:
+        samples, rate = _said(voice, text)
+        a, b = speech.transcribe(samples, rate), window.transcribe(samples, rate)
+        if voice == "piper":
+            assert _words(a.text) == _words(text), (a.text, b.text)
+        ours, reference = ours + _edits(text, a.text), reference + _edits(text, b.text)
+    assert ours <= reference
+
+
+@needs_whisper
+@needs_voices
+@pytest.mark.parametrize("on_budget_loop,decodes", [("cut", 1), ("window", 2)])
+def test_a_loop_at_the_budget_is_cut_or_decoded_again(tmp_path, pair, on_budget_loop, decodes):
+    """Piper's "Yes, please." makes whisper-base read it again and again on 1.1 s + 2 s of context:
+    the decode stops at its token budget, and its first reading is the whole window's transcript
+    ("cut") or the window is decoded again ("window")."""
+    speech = onnxpipe.load(_variant(tmp_path, _context(on_budget_loop=on_budget_loop)))
+    calls = []
+    decode = speech.transcription.decode
+    speech.transcription.decode = lambda *a, **k: calls.append(k) or decode(*a, **k)
+    samples, rate = _said("piper", "Yes, please.")
+    ours, reference = speech.transcribe(samples, rate), pair[1].transcribe(samples, rate)
+    assert len(calls) == decodes
+    assert ours.text == reference.text == "Yes, please."
