@@ -1,7 +1,7 @@
 // 'listen', 'unlisten' and 'audio_clip' (web/src/protocol.ts): the loaded voice-activity bundle
 // runs on microphone chunks that arrive on a MessagePort straight from the capture worklet
-// (workers/audio-tap.ts); 'speech' events go to the page under the listen's id, a finished
-// utterance with its samples.
+// (workers/audio-tap.ts); 'speech' events go to the page under the listen's id, a paused or
+// finished utterance with its samples.
 
 import type { ArgsOf, AudioClip, ErrorKind, SpeechEvent, VadEvent, WorkerMessage } from '../web/src/protocol';
 import { AudioTap } from './audio-tap';
@@ -21,7 +21,7 @@ export class Listener {
     await this.stop(entry);
     let started;
     try {
-      started = await entry.call('listen_start', { controls: args.controls ?? {} });
+      started = await entry.call('listen_start', { controls: args.controls ?? {}, ...(args.pause_ms === undefined ? {} : { pause_ms: args.pause_ms }) });
     } catch (error) {
       args.port.close();
       throw error;
@@ -67,7 +67,7 @@ export class Listener {
     }
     const end = event.end ?? event.time;
     const samples = this.tap.slice(Math.floor(event.start * this.sampleRate), Math.ceil(end * this.sampleRate));
-    this.speech(id, { type: 'speech_end', start: event.start, end, position, samples }, [samples.buffer]);
+    this.speech(id, { type: event.type, start: event.start, end, position, samples }, [samples.buffer]);
   }
 
   private speech(id: number, data: SpeechEvent, transfer: Transferable[] = []): void {

@@ -185,7 +185,7 @@ const VERBS: { [V in Verb]: Handler<V> } = {
   },
   listen: {
     // chunks keep coming while other calls run: a listen holds no engine to itself
-    takes: ['port', 'controls'],
+    takes: ['port', 'controls', 'pause_ms'],
     run: async (args, call) => {
       if (!(args.port instanceof MessagePort)) throw new CallError('input', 'listen: "port" must be a MessagePort (transferred with the call)');
       let entry;

@@ -147,10 +147,12 @@ class Pipeline:
         returning True stops before the next token."""
         return self.transcription.transcribe(samples, sample_rate, on_text, cancel, max_new_tokens, **search)
 
-    def speech_detector(self, **controls) -> SpeechDetector:
+    def speech_detector(self, pause_ms: float | None = None, **controls) -> SpeechDetector:
         """A live speech detector: ``push(samples)`` returns speech_start / speech_end events as
-        they are decided, ``finish()`` ends the stream. One stream per bundle at a time."""
-        return self.voice_activity.detector(**controls)
+        they are decided (and, with ``pause_ms``, a speech_pause once a silence has lasted that
+        long, with the bounds its end will have), ``finish()`` ends the stream. One stream per
+        bundle at a time."""
+        return self.voice_activity.detector(pause_ms, **controls)
 
     def warm_up(self) -> float:
         """Run a speech bundle's front end and flow once on a short word (and, for a fast voice,

@@ -308,14 +308,17 @@ def transcribe(args: dict, emit, samples):
 _detector = None   # the live speech detector of a 'listen' (workers/listen.ts)
 
 
-@verb("listen_start", "controls")
+@verb("listen_start", "controls", "pause_ms")
 def listen_start(args: dict, emit, data) -> ListenStarted:
     """Start a live speech detector on the loaded voice-activity bundle; ``controls`` set its
-    pipeline.inputs by name (e.g. min_silence_ms)."""
+    pipeline.inputs by name (e.g. min_silence_ms); ``pause_ms`` (optional) also reports pauses."""
     global _detector
     controls = _object(args, "controls")
+    pause_ms = args.get("pause_ms")
+    if pause_ms is not None and (isinstance(pause_ms, bool) or not isinstance(pause_ms, (int, float))):
+        raise InputError(f"pause_ms: expected a number of milliseconds, found {type(pause_ms).__name__}")
     _detector = None
-    _detector = _loaded().speech_detector(**controls)
+    _detector = _loaded().speech_detector(pause_ms, **controls)
     return ListenStarted(sample_rate=_detector.sample_rate)
 
 

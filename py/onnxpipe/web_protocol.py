@@ -167,10 +167,10 @@ class TranscriptionResult:
 
 @dataclass
 class VadEvent:
-    type: str                      # speech_start | speech_end
+    type: str                      # speech_start | speech_pause | speech_end
     start: float
     time: float
-    end: float | None = optional()   # speech_end only
+    end: float | None = optional()   # speech_pause and speech_end
 
 
 @dataclass

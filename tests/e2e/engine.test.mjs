@@ -439,7 +439,7 @@ test('streamed transcription (stream: true): transcript.text.delta per window, t
   assert.equal(events.at(-1).text, done.text);
 });
 
-test('engine.audio.listen: voice activity on a port as Realtime speech_started / speech_stopped events, clip, close', { timeout: TIMEOUTS.file }, async (t) => {
+test('engine.audio.listen: voice activity on a port as Realtime speech_started / speech_stopped events (with pause_ms, a pause first), clip, close', { timeout: TIMEOUTS.file }, async (t) => {
   if (missing.length || !fs.existsSync(path.join(ROOT, 'public', 'models', 'silero-vad', 'manifest.json'))) return t.skip('models missing');
   const out = await page.evaluate(async ({ voice, vad, timeout }) => {
     const { engine } = window.__onnxpipeLibrary;
@@ -453,8 +453,14 @@ test('engine.audio.listen: voice activity on a port as Realtime speech_started /
     } catch (e) {
       refused = { name: e.name, param: e.param };
     }
+    let refusedPause = null;
+    try {
+      await engine.audio.listen({ model: vad, port: new MessageChannel().port2, pause_ms: '300' });
+    } catch (e) {
+      refusedPause = { name: e.name, param: e.param };
+    }
     const channel = new MessageChannel();
-    const listening = await engine.audio.listen({ model: vad, port: channel.port2, controls: { min_silence_ms: 500 } });
+    const listening = await engine.audio.listen({ model: vad, port: channel.port2, controls: { min_silence_ms: 500 }, pause_ms: 300 });
     const events = [];
     const reading = (async () => {
       for await (const e of listening) {
@@ -466,12 +472,18 @@ test('engine.audio.listen: voice activity on a port as Realtime speech_started /
     await Promise.race([reading, new Promise((r) => setTimeout(r, timeout))]);
     const clip = await listening.clip(16000);
     await listening.close();
-    return { events, refused, rate: listening.sample_rate, clip: { position: clip.position, samples: clip.samples?.length ?? null }, total: audio.length };
+    return { events, refused, refusedPause, rate: listening.sample_rate, clip: { position: clip.position, samples: clip.samples?.length ?? null }, total: audio.length };
   }, { voice: model('piper-en-us-joe'), vad: model('silero-vad'), timeout: TIMEOUTS.generate });
   assert.deepEqual(out.refused, { name: 'InputError', param: 'threshold' });
+  assert.deepEqual(out.refusedPause, { name: 'InputError', param: 'pause_ms' });
   assert.equal(out.rate, 16000);
-  assert.deepEqual(out.events.map((e) => e.type), ['input_audio_buffer.speech_started', 'input_audio_buffer.speech_stopped'], JSON.stringify(out.events));
-  const [started, stopped] = out.events;
+  const pauses = out.events.filter((e) => e.type === 'onnxpipe.speech_paused');
+  const others = out.events.filter((e) => e.type !== 'onnxpipe.speech_paused');
+  assert.deepEqual(others.map((e) => e.type), ['input_audio_buffer.speech_started', 'input_audio_buffer.speech_stopped'], JSON.stringify(out.events));
+  const [started, stopped] = others;
+  // the last pause (after 300 ms of silence) came before the stop, with its bounds and samples
+  assert.equal(out.events.at(-2).type, 'onnxpipe.speech_paused', JSON.stringify(out.events));
+  assert.deepEqual(pauses.at(-1), { ...stopped, type: 'onnxpipe.speech_paused' });
   assert.ok(started.start > 700 && started.start < 1300, `speech began near 1 s: ${started.start} ms`);
   assert.equal(stopped.start, started.start);
   assert.ok(stopped.end > stopped.start + 1000, JSON.stringify(stopped));

@@ -236,13 +236,13 @@ export class RuntimeClient {
    * waits for a reload under way (a listen retried after the worker died). */
   async listen(
     port: MessagePort, onEvent: (event: SpeechEvent) => void, onError: (error: RuntimeError) => void,
-    controls?: Record<string, ControlValue>,
+    controls?: Record<string, ControlValue>, pauseMs?: number,
   ): Promise<number> {
     await this.runtime.whenUsable('listen');
     const id = nextCallId();
     this.listener = { id, onEvent, onError };
     try {
-      const started = await this.runtime.call('listen', { port, controls }, {
+      const started = await this.runtime.call('listen', { port, controls, ...(pauseMs === undefined ? {} : { pause_ms: pauseMs }) }, {
         id, transfer: [port], onEvent: ({ data }) => onEvent(data),
       });
       return started.sample_rate;

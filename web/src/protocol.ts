@@ -283,10 +283,10 @@ export interface TranscriptionResult {
 /** A voice-activity event, decided once ``time`` seconds of audio had been seen: speech began
  * at ``start`` (padded), or the segment [start, end] ended. */
 export interface VadEvent {
-  type: 'speech_start' | 'speech_end';
+  type: 'speech_start' | 'speech_pause' | 'speech_end';
   start: number;
   time: number;
-  end?: number; // speech_end only
+  end?: number; // speech_pause and speech_end
 }
 
 /** Speech segments of a recording (py/onnxpipe/pipeline/voice_activity.py). */
@@ -365,11 +365,12 @@ export interface Speech {
   wav: Uint8Array; // 16-bit PCM WAV of the whole text (encoded by onnxpipe's Python in the worker)
 }
 
-/** Speech heard by a 'listen', in seconds of the capture stream: it began (``end`` null) or
- * ended; ``position``: how much audio the worker had then; an end carries the utterance's
- * samples (padded as the bundle's segments are). */
+/** Speech heard by a 'listen', in seconds of the capture stream: it began (``end`` null),
+ * paused (with 'listen''s ``pause_ms``: a silence that long, bounded as its end will be if the
+ * speech does not resume) or ended; ``position``: how much audio the worker had then; a pause
+ * and an end carry the utterance's samples (padded as the bundle's segments are). */
 export interface SpeechEvent {
-  type: 'speech_start' | 'speech_end';
+  type: 'speech_start' | 'speech_pause' | 'speech_end';
   start: number;
   end: number | null;
   position: number;
@@ -472,7 +473,7 @@ export interface Verbs {
   detect_speech: { args: AudioArgs & { controls?: Record<string, ControlValue> }; result: VoiceActivityResult; events: never };
   // microphone audio straight from the capture worklet (web/src/audio/mic.ts) into the loaded
   // voice-activity bundle: resolves once it runs; 'speech' events under its id until 'unlisten'
-  listen: { args: { port: MessagePort; controls?: Record<string, ControlValue> }; result: ListenStarted; events: { speech: SpeechEvent } };
+  listen: { args: { port: MessagePort; controls?: Record<string, ControlValue>; pause_ms?: number }; result: ListenStarted; events: { speech: SpeechEvent } };
   unlisten: { args: Record<string, never>; result: null; events: never };
   audio_clip: { args: { from?: number }; result: AudioClip; events: never };
   cancel: { args: Record<string, never>; result: null; events: never }; // the running request stops within one step

@@ -1,7 +1,7 @@
 """Voice activity: speech segments of audio, from a streaming-loop bundle (``kind`` voice-activity).
 
 ``SpeechDetector`` is the live form: ``push`` samples as they come (any length) and get the
-events they decided (``speech_start``, ``speech_end``); the recurrent state and the partial
+events they decided (``speech_start``, ``speech_end``, and with ``pause_ms`` ``speech_pause``); the recurrent state and the partial
 chunk wait between calls. ``VoiceActivity.detect`` is the whole-file form: one detector fed
 everything, then finished. Both are the same loop and segmenter, so they agree exactly.
 """
@@ -46,7 +46,7 @@ class VoiceActivityResult:
 class SpeechDetector:
     """Live voice activity: ``push(samples)`` -> events; ``finish()`` at the end of the stream."""
 
-    def __init__(self, job: "VoiceActivity", controls: dict):
+    def __init__(self, job: "VoiceActivity", controls: dict, pause_ms: float | None = None):
         loaded = job.loaded
         spec = loaded.spec
         values = loaded.inputs(None, controls)
@@ -54,7 +54,7 @@ class SpeechDetector:
         self.streaming = spec.generation.streaming
         self.loop = Streaming(loaded.executor, self.streaming, values)
         self.segmenter = Segmenter(settings_from(spec.pipeline.output.segments, values),
-                                   self.streaming.chunk_size, self.streaming.sample_rate)
+                                   self.streaming.chunk_size, self.streaming.sample_rate, pause_ms)
         self.probabilities = array("f")
         self.events: list[SpeechEvent] = []
         self.finished = False
@@ -106,12 +106,13 @@ class VoiceActivity:
     loaded: object
     current: SpeechDetector | None = field(default=None, repr=False)
 
-    def detector(self, **controls) -> SpeechDetector:
-        """A live detector; ``controls`` set pipeline.inputs by name (e.g. threshold=0.6).
+    def detector(self, pause_ms: float | None = None, **controls) -> SpeechDetector:
+        """A live detector; ``controls`` set pipeline.inputs by name (e.g. threshold=0.6);
+        ``pause_ms`` also reports speech_pause events (speech/segments.py).
         One bundle runs one stream at a time: a new detector ends the previous one."""
         self._require()
         self.current = None
-        detector = SpeechDetector(self, controls)
+        detector = SpeechDetector(self, controls, pause_ms)
         self.current = detector
         return detector
 

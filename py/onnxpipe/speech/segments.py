@@ -11,7 +11,11 @@ piece by piece and a whole file give the same segments and events. The rules:
   the speech has lasted that long (so it is never taken back);
 - each segment is widened by ``speech_pad_ms``: before its start (never before 0 or the
   previous segment's end) and after its end (never past the audio seen when the end was
-  decided: nothing depends on audio that has not arrived yet).
+  decided: nothing depends on audio that has not arrived yet);
+- with ``pause_ms`` (a live listener's choice, from ``speech_pad_ms`` up to below
+  ``min_silence_ms``), a silence in reported speech that has lasted that long is reported once
+  as ``speech_pause``, with the bounds its ``speech_end`` will have if the speech does not
+  resume: a voice app can start on the utterance before its end is decided.
 
 Times are in seconds from the first sample. Pure Python: it runs in Pyodide too.
 """
@@ -48,8 +52,8 @@ class SegmentSettings:
 
 @dataclass(frozen=True)
 class SpeechEvent:
-    """``speech_start`` (``start``) or ``speech_end`` (``start`` and ``end``), decided when
-    ``time`` seconds of audio had been seen."""
+    """``speech_start`` (``start``), ``speech_pause`` or ``speech_end`` (``start`` and ``end``),
+    decided when ``time`` seconds of audio had been seen."""
 
     type: str
     start: float
@@ -67,14 +71,21 @@ class Segmenter:
     """Feed ``add(probability)`` once per chunk, then ``finish(samples)``; both return the
     events they decided. ``segments`` holds every finished (start, end), in seconds."""
 
-    def __init__(self, settings: SegmentSettings, chunk_size: int, sample_rate: int):
+    def __init__(self, settings: SegmentSettings, chunk_size: int, sample_rate: int,
+                 pause_ms: float | None = None):
         self.settings = settings.check()
+        if pause_ms is not None and not settings.speech_pad_ms <= pause_ms < settings.min_silence_ms:
+            raise InputError(f"pause_ms: expected from speech_pad_ms ({settings.speech_pad_ms:g}) up to below "
+                             f"min_silence_ms ({settings.min_silence_ms:g}), so a pause's bounds are its end's; "
+                             f"found {pause_ms:g}")
         self.chunk = chunk_size
         self.rate = sample_rate
         per_ms = sample_rate / 1000.0
         self.min_silence = settings.min_silence_ms * per_ms
         self.pad = settings.speech_pad_ms * per_ms
         self.min_speech = settings.min_speech_ms * per_ms
+        self.pause = None if pause_ms is None else pause_ms * per_ms
+        self.paused = False                   # the current silence was reported as a pause
         self.chunks = 0                       # chunks seen
         self.start: int | None = None         # first sample of the current speech (None: none)
         self.silence: int | None = None       # first sample of the silence within it
@@ -96,10 +107,15 @@ class Segmenter:
         elif p >= s.threshold:
             self.silence = None
         elif p < s.negative_threshold and self.silence is None:
-            self.silence = begin
+            self.silence, self.paused = begin, False
         if self.silence is not None:
             if end - self.silence >= self.min_silence:
                 return self._close(self.silence, end)
+            if (self.pause is not None and not self.paused and self.padded_start is not None
+                    and end - self.silence >= self.pause):
+                self.paused = True   # pause >= pad: the end's min(silence + pad, seen) is fixed already
+                return [SpeechEvent("speech_pause", self.padded_start / self.rate,
+                                    (self.silence + self.pad) / self.rate, end / self.rate)]
             return []
         if self.padded_start is None and end - self.start >= self.min_speech:
             return [self._confirm(end)]

@@ -99,6 +99,21 @@ def test_a_live_detector_fed_odd_pieces_says_what_the_whole_file_says(vad, speec
         detector.push([0.0])
 
 
+def test_a_pause_comes_before_each_end_with_its_bounds(vad, speech):
+    """With pause_ms, each segment's silence is reported as a pause before its end is decided,
+    with the end's bounds (what a voice app transcribes early); the other events are unchanged."""
+    samples, _ = speech
+    whole = vad.detect_speech(samples, RATE)
+    detector = vad.speech_detector(pause_ms=50)   # defaults: pad 30 ms, min_silence 100 ms
+    events = detector.push(samples.tolist()) + detector.finish()
+    assert [e.to_dict() for e in events if e.type != "speech_pause"] == [e.to_dict() for e in whole.events]
+    for end in (e for e in events if e.type == "speech_end" and e.time < len(samples) / RATE):
+        pauses = [e for e in events if e.type == "speech_pause" and (e.start, e.end) == (end.start, end.end)]
+        assert len(pauses) == 1 and pauses[0].time < end.time
+    with pytest.raises(InputError, match="pause_ms"):
+        vad.speech_detector(pause_ms=1000)   # not below min_silence_ms
+
+
 def test_a_new_stream_takes_over_the_bundle(vad, speech):
     samples, _ = speech
     first = vad.speech_detector()

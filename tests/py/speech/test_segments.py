@@ -78,3 +78,36 @@ def test_contradicting_settings_are_refused():
         Segmenter(settings(negative_threshold=0.6), CHUNK, RATE)
     with pytest.raises(InputError, match="speech_pad_ms must be >= 0, found -1"):
         Segmenter(settings(speech_pad_ms=-1), CHUNK, RATE)
+
+
+def run_paused(probs, pause_ms, **over):
+    seg = Segmenter(settings(**over), CHUNK, RATE, pause_ms)
+    events = []
+    for p in probs:
+        events.extend(e.to_dict() for e in seg.add(p))
+    return events
+
+
+def test_a_pause_is_reported_once_with_the_bounds_its_end_will_have():
+    # min_silence 40 ms, pause 10 ms: the silence from 60 is a pause at 70, ends the speech at 100
+    events = run_paused([0, 0, .9, .9, .9, .9, .1, .1, 0, 0, 0], 10, min_silence_ms=40)
+    assert events == [{"type": "speech_start", "start": 0.015, "time": 0.05},
+                      {"type": "speech_pause", "start": 0.015, "end": 0.065, "time": 0.07},
+                      {"type": "speech_end", "start": 0.015, "end": 0.065, "time": 0.1}]
+
+
+def test_speech_that_resumes_after_a_pause_pauses_again_at_its_next_silence():
+    events = run_paused([.9, .9, .9, .1, .9, .9, .1, .1, .1, .1], 10, min_silence_ms=40)
+    assert [(e["type"], e["time"]) for e in events] == [
+        ("speech_start", 0.03), ("speech_pause", 0.04), ("speech_pause", 0.07), ("speech_end", 0.1)]
+    assert events[1]["end"] == 0.035 and events[2]["end"] == events[3]["end"] == 0.065
+
+
+def test_no_pause_before_the_speech_is_reported_nor_for_dropped_speech():
+    assert run_paused([.9, .1, .1, .1, .1, .1], 10, min_silence_ms=40) == []
+
+
+@pytest.mark.parametrize("pause_ms", [4, 20, 25])
+def test_a_pause_outside_pad_to_min_silence_is_refused(pause_ms):
+    with pytest.raises(InputError, match="pause_ms: expected from speech_pad_ms"):
+        Segmenter(settings(), CHUNK, RATE, pause_ms)

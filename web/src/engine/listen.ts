@@ -17,6 +17,10 @@ export interface ListenParams {
   port: MessagePort;
   /** the bundle's controls by name (threshold, min_silence_ms, speech_pad_ms, min_speech_ms, ...) */
   controls?: Record<string, ControlValue>;
+  /** also report a silence in speech that has lasted this long (ms; from speech_pad_ms up to
+   * below min_silence_ms) as onnxpipe.speech_paused, with the samples its stop will carry if the
+   * speech does not resume: an app can start on the utterance before its end is decided */
+  pause_ms?: number;
 }
 
 /** Speech began: ``audio_start_ms`` in the listened stream; onnxpipe's extra: the same in
@@ -36,7 +40,16 @@ export interface SpeechStopped {
   onnxpipe: { start: number; end: number; position: number; samples: Float32Array | null };
 }
 
-export type ListenEvent = SpeechStarted | SpeechStopped;
+/** onnxpipe's own (OpenAI's Realtime API has no such event): the speech has been silent for
+ * ``pause_ms``; if it does not resume, its speech_stopped comes with these bounds and samples. */
+export interface SpeechPaused {
+  type: 'onnxpipe.speech_paused';
+  audio_start_ms: number;
+  audio_end_ms: number;
+  onnxpipe: { start: number; end: number; position: number; samples: Float32Array | null };
+}
+
+export type ListenEvent = SpeechStarted | SpeechPaused | SpeechStopped;
 
 /** A running listen: its events (for await), the audio it holds, and close(). */
 export interface Listening extends AsyncIterable<ListenEvent> {
@@ -48,14 +61,15 @@ export interface Listening extends AsyncIterable<ListenEvent> {
   close(): Promise<void>;
 }
 
-const FIELDS = new Set(['model', 'port', 'controls']);
+const FIELDS = new Set(['model', 'port', 'controls', 'pause_ms']);
 
 function event(e: SpeechEvent): ListenEvent {
   if (e.type === 'speech_start' || e.end === null) {
     return { type: 'input_audio_buffer.speech_started', audio_start_ms: Math.round(e.start * 1000), onnxpipe: { start: e.start, position: e.position } };
   }
   return {
-    type: 'input_audio_buffer.speech_stopped', audio_start_ms: Math.round(e.start * 1000), audio_end_ms: Math.round(e.end * 1000),
+    type: e.type === 'speech_pause' ? 'onnxpipe.speech_paused' : 'input_audio_buffer.speech_stopped',
+    audio_start_ms: Math.round(e.start * 1000), audio_end_ms: Math.round(e.end * 1000),
     onnxpipe: { start: e.start, end: e.end, position: e.position, samples: e.samples },
   };
 }
@@ -74,13 +88,16 @@ export class Listener {
     if (params.controls !== undefined && (typeof params.controls !== 'object' || params.controls === null)) {
       throw new InputError('controls: expected an object of the bundle\'s controls by name', 'controls');
     }
+    if (params.pause_ms !== undefined && (typeof params.pause_ms !== 'number' || !Number.isFinite(params.pause_ms))) {
+      throw new InputError(`pause_ms: expected a number of milliseconds, found ${JSON.stringify(params.pause_ms)}`, 'pause_ms');
+    }
     const slot = await this.models.get(params.model);
     if (slot.info.kind !== 'voice-activity') throw new InputError(`model: "${params.model}" is a ${slot.info.kind} bundle, not a voice-activity one`, 'model');
     const channel = new Channel<ListenEvent>();
     let sampleRate: number;
     try {
       sampleRate = await slot.client.listen(params.port, (e) => channel.push(event(e)),
-        (error: RuntimeError) => channel.end(fromRuntime(error)), params.controls);
+        (error: RuntimeError) => channel.end(fromRuntime(error)), params.controls, params.pause_ms);
     } catch (error) {
       throw fromRuntime(error);
     }

@@ -25,6 +25,19 @@ import type { StatusLine } from './status';
 import { INTERRUPTIBLE, TurnMachine, type Phase } from './turn';
 import { LISTEN_CONTROLS, VadLink, type SpeechEnd, type SpeechStart } from './vad-link';
 
+/** A transcription begun at a pause, on the samples the utterance's end will carry if the
+ * speech does not resume: that end takes it over (the same samples: the same text). */
+interface EarlyTranscript {
+  start: number;
+  end: number;
+  abort: AbortController;
+  text: Promise<string>;
+  /** when the recogniser began on it (null: still queued) */
+  began: number | null;
+  /** the turn's timeline, once a turn took it over */
+  timeline: TurnTimeline | null;
+}
+
 export interface VoiceView {
   root: HTMLElement;
   controls: VoiceControls;
@@ -108,6 +121,8 @@ export class VoiceController {
   private readonly dropped = new Set<number>();
   /** Aborts the transcription running (its utterance went on). */
   private transcribing: AbortController | null = null;
+  /** The transcription begun at the last pause, until the end takes it over or it is stale. */
+  private early: EarlyTranscript | null = null;
   /** The turn whose reply the chat model is writing (null: none). */
   private generatingTurn: number | null = null;
   private pttFrom: Promise<number> | null = null;
@@ -171,6 +186,7 @@ export class VoiceController {
       this.state.micRate = this.mic.deviceRate;
       await this.vad.start(this.mic, {
         speechStart: (start) => this.onSpeechStart(start),
+        speechPaused: (pause) => this.onSpeechPaused(pause),
         speechEnd: (end) => this.onSpeechEnd(end),
         failed: (error) => {
           // the VAD's worker stopped listening: the page would be deaf, so it stops
@@ -195,6 +211,7 @@ export class VoiceController {
   async stop(): Promise<void> {
     if (!this.state.running) return;
     this.clearTentative();
+    this.dropEarly();
     await this.interrupt('interrupted');
     this.player.release();
     this.vad.stop();
@@ -329,6 +346,49 @@ export class VoiceController {
     }
   }
 
+  /** The speech has been silent for LISTEN_PAUSE_MS: transcribe what its end will carry now,
+   * while the hangover runs on. Not over the assistant's turn nor for a question joined after a
+   * pause (its end is transcribed from where its first part began). */
+  private onSpeechPaused(pause: SpeechEnd): void {
+    if (this.view.controls.mode !== 'hands-free' || this.turnMachine.phase !== 'hearing') return;
+    this.dropEarly(); // the speech went on after the last pause: what was begun then is stale
+    if (this.tentative || this.joining || pause.speechMs < MIN_SPEECH_MS) return;
+    const asr = this.view.models.slots.asr.model;
+    if (!asr) return;
+    const abort = new AbortController();
+    const early: EarlyTranscript = { start: pause.start, end: pause.end, abort, text: Promise.resolve(''), began: null, timeline: null };
+    early.text = this.transcribe(asr, pause.samples, abort.signal, (at) => {
+      early.began = at;
+      early.timeline?.begin('transcript', at);
+    });
+    early.text.catch(() => undefined); // its turn (if one takes it over) reports the error
+    this.early = early;
+  }
+
+  /** The transcription begun at the pause whose bounds are ``end``'s (any other is stale). */
+  private takeEarly(end: SpeechEnd): EarlyTranscript | null {
+    const early = this.early;
+    this.early = null;
+    if (early && early.start === end.start && early.end === end.end) return early;
+    early?.abort.abort();
+    return null;
+  }
+
+  private dropEarly(): void {
+    this.early?.abort.abort();
+    this.early = null;
+  }
+
+  /** ``samples`` (16 kHz) to text on the recogniser's lane; ``onBegin`` when it starts on them. */
+  private transcribe(asr: string, samples: Float32Array, signal: AbortSignal, onBegin: (at: number) => void): Promise<string> {
+    const file = new Blob([wavBytes(samples, CAPTURE_RATE)], { type: 'audio/wav' });
+    return this.asrLane.run(() => {
+      if (signal.aborted) throw new DOMException('the utterance went on', 'AbortError');
+      onBegin(performance.now());
+      return this.view.models.engine.audio.transcriptions.create({ model: asr, file }, { signal });
+    }).then((result) => result.text.trim());
+  }
+
   private onSpeechEnd(end: SpeechEnd): void {
     if (this.view.controls.mode !== 'hands-free') return;
     const tentative = this.tentative;
@@ -358,8 +418,9 @@ export class VoiceController {
     const startS = joining?.startS ?? end.start;
     const joined = joining?.joined ?? 0;
     this.utterance = { startS, endedAt: speechEnd, joined, turn: this.turnMachine.turn };
+    const early = this.takeEarly(end);
     if (!joining) {
-      void this.runTurn(end.samples, timeline, joined);
+      void this.runTurn(end.samples, timeline, joined, early);
       return;
     }
     // the utterance from where its first part began (the worker keeps the recent audio)
@@ -408,15 +469,16 @@ export class VoiceController {
 
   // ---- one turn
 
-  private async runTurn(samples: Float32Array, timeline: TurnTimeline, joined = 0): Promise<void> {
+  private async runTurn(samples: Float32Array, timeline: TurnTimeline, joined = 0, early: EarlyTranscript | null = null): Promise<void> {
     const turn = this.turnMachine.turn;
     const record: TurnRecord = {
       mode: this.view.controls.mode, transcript: '', reply: '', replyAudioSeconds: 0, madeAudioSeconds: 0, sentences: [],
       latencyMs: {}, stageMs: {}, spansMs: {}, finish: 'done', speechSeconds: samples.length / CAPTURE_RATE, replyDoneMs: null,
       voice: { bundle: this.view.models.info('voice')?.bundle ?? null, controls: {} },
-      joined, bargeInMs: null, promptTokens: null, cachedTokens: null, prefillError: null,
+      joined, earlyTranscript: early !== null, bargeInMs: null, promptTokens: null, cachedTokens: null, prefillError: null,
     };
     if (record.speechSeconds < MIN_SPEECH_S) {
+      early?.abort.abort();
       this.turnMachine.to('listening');
       return;
     }
@@ -425,16 +487,19 @@ export class VoiceController {
     const current = this.current;
     const { engine, slots } = this.view.models;
     let text: string;
-    const transcribing = new AbortController();
+    const transcribing = early?.abort ?? new AbortController();
     this.transcribing = transcribing;
     try {
       const asr = slots.asr.model;
       if (!asr) throw new Error('the speech recogniser is not loaded');
-      const file = new Blob([wavBytes(samples, CAPTURE_RATE)], { type: 'audio/wav' });
-      text = (await this.asrLane.run(() => {
-        timeline.begin('transcript');
-        return engine.audio.transcriptions.create({ model: asr, file }, { signal: transcribing.signal });
-      })).text.trim();
+      if (early) {
+        // begun at the pause: its span starts there, before the end was decided
+        early.timeline = timeline;
+        if (early.began !== null) timeline.begin('transcript', early.began);
+        text = await early.text;
+      } else {
+        text = await this.transcribe(asr, samples, transcribing.signal, (at) => timeline.begin('transcript', at));
+      }
     } catch (error) {
       return this.endTurn(turn, 'failed', error);
     } finally {

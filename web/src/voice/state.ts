@@ -33,6 +33,8 @@ export interface TurnRecord {
   voice: { bundle: string | null; controls: Record<string, string> };
   /** Pauses the VAD took for an end, joined back into this question (controller CONTINUE_MS). */
   joined: number;
+  /** The transcript began at the pause (LISTEN_PAUSE_MS of silence), before the end was decided. */
+  earlyTranscript: boolean;
   /** Interrupted by speech over the reply: ms from the start of that speech to the reply's
    * playback stopped (null: not a barge-in during playback). */
   bargeInMs: number | null;

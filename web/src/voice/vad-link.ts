@@ -30,6 +30,9 @@ export interface SpeechStart {
 
 export interface VadHandlers {
   speechStart: (start: SpeechStart) => void;
+  /** The speech has been silent for LISTEN_PAUSE_MS: if it does not resume, its end comes with
+   * these samples and bounds (the recogniser can start now). */
+  speechPaused: (pause: SpeechEnd) => void;
   speechEnd: (end: SpeechEnd) => void;
   failed: (error: unknown) => void;
 }
@@ -42,6 +45,10 @@ export interface VadHandlers {
  * shorter than its MIN_SPEECH_MS (250 ms), the rule the VAD applied itself before (docs/voice.md,
  * "Barge-in"). */
 export const LISTEN_CONTROLS = { min_silence_ms: 400, speech_pad_ms: 200, min_speech_ms: 96 };
+/** A silence this long is reported as a pause (the earliest the worker allows: the padding, so
+ * the utterance's samples are already those its end will carry): the transcript starts there,
+ * while the hangover runs on (docs/voice.md, "What waits for what"). */
+export const LISTEN_PAUSE_MS = LISTEN_CONTROLS.speech_pad_ms;
 
 export class VadLink {
   private listening: Listening | null = null;
@@ -57,7 +64,7 @@ export class VadLink {
     const channel = new MessageChannel();
     const padS = LISTEN_CONTROLS.speech_pad_ms / 1000;
     // the worker listens on port2 before the worklet is told to post into port1
-    const listening = await this.engine.audio.listen({ model, port: channel.port2, controls: LISTEN_CONTROLS });
+    const listening = await this.engine.audio.listen({ model, port: channel.port2, controls: LISTEN_CONTROLS, pause_ms: LISTEN_PAUSE_MS });
     this.listening = listening;
     void (async () => {
       try {
@@ -72,7 +79,9 @@ export class VadLink {
             const endedAt = Math.max(start, end - padS);
             const lagMs = Math.max(0, (position / CAPTURE_RATE - endedAt) * 1000);
             const speechMs = Math.max(0, (endedAt - start - padS) * 1000);
-            handlers.speechEnd({ samples, start, end, lagMs, speechMs });
+            const heard = { samples, start, end, lagMs, speechMs };
+            if (event.type === 'onnxpipe.speech_paused') handlers.speechPaused(heard);
+            else handlers.speechEnd(heard);
           }
         }
       } catch (error) {
