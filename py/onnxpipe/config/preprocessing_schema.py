@@ -115,9 +115,10 @@ class AudioContext:
                                                    "of its audio (plus 16) and is decoded again over the whole "
                                                    "window: a loop costs that much, not max_length; 0: no budget",
                                              range=Range(0, 1000, "tokens per second"))
-    on_budget_loop: str = spec("cut", "a decode that ran to its budget saying one period again and again: cut, "
-                                      "the text is its first reading (up to its last sentence end); window: "
-                                      "decoded again over the whole window", choices=("cut", "window"))
+    on_loop: str = spec("cut", "a decode that read the speech again (it ran to its budget repeating one "
+                               "period, or its whole text is said twice or more): cut, its first reading is "
+                               "the text (a loop's up to its last sentence end); window: decoded again over "
+                               "the whole window", choices=("cut", "window"))
 
 
 @dataclass(frozen=True)

@@ -130,13 +130,27 @@ def loop_cut(ids, run: int, ends_sentence=None):
     return None
 
 
-def budget_loop_cut(audio, ids, finish_reason: str, max_new_tokens, budgeted, ends_sentence=None):
-    """With ``on_budget_loop: "cut"``, where a short-context decode that ran to its budget inside a
-    loop ends (``loop_cut``); None for any other decode (``looped`` then judges it)."""
+def whole_repeat(ids, run: int):
+    """If ``ids`` are two or more copies of one period of at least ``run`` ids (the whole text
+    said again: "Yes, please. Yes, please."), the period's length; else None."""
+    n = len(ids)
+    for k in range(run, n // 2 + 1):
+        if n % k == 0 and all(ids[i] == ids[i - k] for i in range(k, n)):
+            return k
+    return None
+
+
+def first_reading(audio, ids, finish_reason: str, max_new_tokens, budgeted, ends_sentence=None):
+    """With ``on_loop: "cut"``, where a short-context decode that read the speech again ends: one
+    that ran to its budget inside a loop (``loop_cut``), or one that stopped after saying its
+    whole text two or more times (``whole_repeat``). None for any other decode (``looped`` then
+    judges it)."""
     ctx = audio.context
-    if (ctx is None or ctx.encode == "window" or ctx.on_budget_loop != "cut" or not ctx.fallback_repeat_tokens
-            or finish_reason != "length" or budgeted is None
-            or (max_new_tokens is not None and budgeted >= max_new_tokens)):
+    if (ctx is None or ctx.encode == "window" or ctx.on_loop != "cut" or not ctx.fallback_repeat_tokens):
+        return None
+    if finish_reason == "stop":
+        return whole_repeat(ids, ctx.fallback_repeat_tokens)
+    if finish_reason != "length" or budgeted is None or (max_new_tokens is not None and budgeted >= max_new_tokens):
         return None
     return loop_cut(ids, ctx.fallback_repeat_tokens, ends_sentence)
 

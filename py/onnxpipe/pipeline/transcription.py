@@ -183,7 +183,7 @@ class Transcription:
             if token not in ends:
                 ends[token] = text.decode([token], skip_special_tokens=True).rstrip().endswith(SENTENCE_ENDS)
             return ends[token]
-        cut = audio_context.budget_loop_cut(audio, ids, reason, max_new_tokens, budgeted, ends_sentence)
+        cut = audio_context.first_reading(audio, ids, reason, max_new_tokens, budgeted, ends_sentence)
         if cut is not None:
             return ids[:cut], self.words(text, ids[:cut]), "stop"
         if audio_context.looped(audio, ids, words, reason, max_new_tokens, budgeted):

@@ -47,7 +47,7 @@ def _audio(**context):
     ctx = SimpleNamespace(**{"encode": "speech", "frames_per_second": 100, "bucket_seconds": 1.0,
                              "margin_seconds": 0.0, "frame_multiple": 2, "fallback_compression_ratio": 2.4,
                              "fallback_repeat_tokens": 3, "fallback_tokens_per_second": 12.0,
-                             "on_budget_loop": "cut",
+                             "on_loop": "cut",
                              **context})
     return SimpleNamespace(sample_rate=16000, window_seconds=30.0, context=ctx)
 
@@ -155,12 +155,25 @@ LOOP = [YES, COMMA, PLEASE, DOT] * 7 + [YES, COMMA]
     ("length", 30, 30, {}, None),                         # the caller's cap, not the budget
     ("stop", None, 30, {}, None),
     ("length", None, None, {}, None),                     # no budget: max_length (looped() retries it)
-    ("length", None, 30, {"on_budget_loop": "window"}, None),
+    ("length", None, 30, {"on_loop": "window"}, None),
     ("length", None, 30, {"fallback_repeat_tokens": 0}, None),
     ("length", None, 30, {"encode": "window"}, None),
 ])
-def test_budget_loop_cut(reason, cap, budgeted, context, expected):
-    assert audio_context.budget_loop_cut(_audio(**context), LOOP, reason, cap, budgeted, _ends_sentence) == expected
+def test_first_reading(reason, cap, budgeted, context, expected):
+    assert audio_context.first_reading(_audio(**context), LOOP, reason, cap, budgeted, _ends_sentence) == expected
+
+
+@pytest.mark.parametrize("ids,reason,context,expected", [
+    ([YES, COMMA, PLEASE, DOT] * 2, "stop", {}, 4),                 # the whole text said twice
+    ([YES, COMMA, PLEASE, DOT] * 3, "stop", {}, 4),
+    ([TURN, ON, YES, COMMA, PLEASE, DOT] * 2, "stop", {}, 6),
+    ([TURN] + [YES, COMMA, PLEASE, DOT] * 2, "stop", {}, None),     # not the whole text: looped() retries it
+    ([YES, COMMA, PLEASE, DOT] * 2 + [YES], "stop", {}, None),
+    ([YES, DOT] * 3, "stop", {}, None),                              # a period under the run of 3
+    ([YES, COMMA, PLEASE, DOT] * 2, "stop", {"on_loop": "window"}, None),
+])
+def test_first_reading_of_a_text_said_again(ids, reason, context, expected):
+    assert audio_context.first_reading(_audio(**context), ids, reason, None, 30, _ends_sentence) == expected
 
 
 def _variant(tmp_path: Path, edit) -> Path:
@@ -198,7 +211,7 @@ def test_an_encoder_without_a_frame_count_is_refused(tmp_path, frames_input):
     (_context(margin_seconds=-1), "$.preprocessing.audio.context.margin_seconds", "-1"),
     (_context(encode="all"), "$.preprocessing.audio.context.encode", "window"),
     (_context(bucket=1), "$.preprocessing.audio.context", "bucket"),
-    (_context(on_budget_loop="retry"), "$.preprocessing.audio.context.on_budget_loop", "window"),
+    (_context(on_loop="retry"), "$.preprocessing.audio.context.on_loop", "window"),
     (_context(fallback_repeat_tokens=-1), "$.preprocessing.audio.context.fallback_repeat_tokens", "-1"),
     (_context(fallback_tokens_per_second=2000), "$.preprocessing.audio.context.fallback_tokens_per_second", "2000"),
 ])
@@ -277,12 +290,12 @@ def test_speech_context_is_as_faithful_as_the_whole_window(pair):
 
 @needs_whisper
 @needs_voices
-@pytest.mark.parametrize("on_budget_loop,decodes", [("cut", 1), ("window", 2)])
-def test_a_loop_at_the_budget_is_cut_or_decoded_again(tmp_path, pair, on_budget_loop, decodes):
+@pytest.mark.parametrize("on_loop,decodes", [("cut", 1), ("window", 2)])
+def test_a_loop_at_the_budget_is_cut_or_decoded_again(tmp_path, pair, on_loop, decodes):
     """Piper's "Yes, please." makes whisper-base read it again and again on 1.1 s + 2 s of context:
     the decode stops at its token budget, and its first reading is the whole window's transcript
     ("cut") or the window is decoded again ("window")."""
-    speech = onnxpipe.load(_variant(tmp_path, _context(on_budget_loop=on_budget_loop)))
+    speech = onnxpipe.load(_variant(tmp_path, _context(on_loop=on_loop, margin_seconds=2)))
     calls = []
     decode = speech.transcription.decode
     speech.transcription.decode = lambda *a, **k: calls.append(k) or decode(*a, **k)
