@@ -15,7 +15,7 @@ test('the plan: the VAD on one thread whatever N, one thread each by default', (
     assert.equal(plan.vad, 1);
     for (const role of ['asr', 'llm', 'voice']) assert.equal(plan[role], m.THREAD_PLAN[role](n), `${role} at ${n}`);
   }
-  assert.deepEqual(m.threadsFromQuery('?threads=2'), { vad: 1, asr: 2, llm: 1, voice: 1 }, 'Whisper runs alone; the chat model and the voice together');
+  assert.deepEqual(m.threadsFromQuery('?threads=2'), { vad: 1, asr: 2, llm: 2, voice: 2 }, 'the VAD alone on one thread');
 });
 
 test('one model overridden in the address', () => {

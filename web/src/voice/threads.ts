@@ -9,13 +9,12 @@ const ROLES: readonly Role[] = ['vad', 'asr', 'llm', 'voice'];
  * one place that decides it (docs/voice.md "Threads per model"). The VAD always gets 1: it makes
  * 31 tiny runs a second, where more threads only add synchronisation. Whisper runs alone, between
  * the end of speech and the transcript: N. The chat model and the voice run at the same time
- * during a reply, on a machine that may have N cores only: 1 each (both were slower at 2 threads
- * than at 1 in the quiet-machine run-voice figures, docs/voice.md). */
+ * during a reply: N each too, which measured fastest once the VAD was on 1 (docs/voice.md). */
 export const THREAD_PLAN: Record<Role, (n: number) => number> = {
   vad: () => 1,
   asr: (n) => n,
-  llm: () => 1,
-  voice: () => 1,
+  llm: (n) => n,
+  voice: (n) => n,
 };
 const MAX_THREADS = 16;
 
