@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT / "py"))
 
 from onnxpipe import api  # noqa: E402
 
-HANGOVERS_MS = (300, 400, 500, 700, 1000, 1300)   # the page uses 400 (web/src/voice/vad-link.ts)
+HANGOVERS_MS = (200, 250, 300, 400, 500, 700, 1000, 1300)   # the page uses 400 (web/src/voice/vad-link.ts)
 PAUSES_S = (0.3, 0.5, 0.7, 1.0, 1.5)
 PAD_MS, MIN_SPEECH_MS = 200, 250      # web/src/voice/vad-link.ts LISTEN_CONTROLS
 CONTINUE_MS = 1500                    # web/src/voice/controller.ts
@@ -63,9 +63,18 @@ def main() -> int:
                               min_speech_ms=MIN_SPEECH_MS)
         return r
 
+    def gap_ms(segs):
+        """The silence the page sees between two parts (the voice's own pause included)."""
+        return ((segs[1][0] + PAD_MS / 1000) - (segs[0][1] - PAD_MS / 1000)) * 1000
+
     rows = []
     for hangover in HANGOVERS_MS:
-        cut_plain = [q for q, s, rate in plain if len(segments(s, rate, hangover).segments) != 1]
+        cut_plain, gaps_plain = [], []
+        for q, s, rate in plain:
+            segs = segments(s, rate, hangover).segments
+            if len(segs) != 1:
+                cut_plain.append(q)
+                gaps_plain.append(gap_ms(segs) if len(segs) == 2 else None)
         cut = {p: 0 for p in PAUSES_S}
         lags = []
         for q, s, rate in plain:
@@ -79,10 +88,10 @@ def main() -> int:
             segs = segments(s, rate, hangover).segments
             if len(segs) != 1:
                 cut[pause] += 1
-                # the silence the page sees between the two parts (the voice's own pause included)
-                gap_ms = ((segs[1][0] + PAD_MS / 1000) - (segs[0][1] - PAD_MS / 1000)) * 1000
-                joined[pause] += len(segs) == 2 and gap_ms <= CONTINUE_MS
+                joined[pause] += len(segs) == 2 and gap_ms(segs) <= CONTINUE_MS
         rows.append({"hangover_ms": hangover, "plain_cut": len(cut_plain), "plain": len(plain),
+                     "plain_cut_questions": cut_plain,
+                     "plain_joined_again_by_continue": sum(g is not None and g <= CONTINUE_MS for g in gaps_plain),
                      "decided_after_ms_p50": round(statistics.median(lags)) if lags else None,
                      "paused_cut": {str(p): cut[p] for p in PAUSES_S}, "paused_each": len(data["paused"]),
                      "joined_again_by_continue": {str(p): joined[p] for p in PAUSES_S}})
@@ -95,7 +104,8 @@ def main() -> int:
     for r in rows:
         cuts = "  ".join(f"{p}:{n}/{r['paused_each']}" for p, n in r["paused_cut"].items())
         print(f"{r['hangover_ms']:>7} ms {str(r['decided_after_ms_p50']) + ' ms':>14} {r['plain_cut']:>4}/{r['plain']:<5}  {cuts}"
-              f"   joined again (CONTINUE_MS={CONTINUE_MS}): " + "  ".join(f"{p}:{n}" for p, n in r["joined_again_by_continue"].items()))
+              f"   joined again (CONTINUE_MS={CONTINUE_MS}): " + "  ".join(f"{p}:{n}" for p, n in r["joined_again_by_continue"].items())
+              + (f"; plain cut: {r['plain_cut_questions']}, joined again {r['plain_joined_again_by_continue']}" if r["plain_cut"] else ""))
     return 0
 
 

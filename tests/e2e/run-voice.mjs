@@ -28,6 +28,8 @@
 // -> first audio) and of each stage on its own. --barge-in: then a long question; over its reply
 // a 150 ms noise (the reply must go on: "noise": {held, reply_went_on}), then a second question:
 // barge_in_ms is from the start of that speech to the reply's playback stopped (held).
+// --model-threads asr=1,llm=2: those models' WASM threads over the page's plan for --threads
+// (?asr_threads=1&llm_threads=2); each run's "models" says the threads every model got.
 // Exits 1 with the error on stderr on failure.
 import fs from 'node:fs';
 import os from 'node:os';
@@ -40,14 +42,14 @@ import {
   turnJson, turnsDone, voiceState, waitVoice,
 } from './lib/voice.mjs';
 
-const USAGE = 'usage: node tests/e2e/run-voice.mjs (--audio question.wav ... | --questions N) [--threads 1,2] [--barge-in] '
+const USAGE = 'usage: node tests/e2e/run-voice.mjs (--audio question.wav ... | --questions N) [--threads 1,2] [--model-threads asr=2,llm=1] [--barge-in] '
   + '[--json] [--voice BUNDLE] [--voice-name NAME] [--timeout SECONDS]';
 const QUESTIONS = JSON.parse(fs.readFileSync(path.join(ROOT, 'bench', 'voice_questions.json'), 'utf8')).questions;
 const STORY = 'Tell me a long story about a brave knight and a dragon.';
 const OVER = 'What color is the sky?';
 
 export function parseArgs(argv) {
-  const a = { json: false, timeout: null, audio: [], questions: 0, threads: [1], bargeIn: false };
+  const a = { json: false, timeout: null, audio: [], questions: 0, threads: [1], modelThreads: {}, bargeIn: false };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     const value = () => {
@@ -58,6 +60,16 @@ export function parseArgs(argv) {
       case '--audio': a.audio.push(value()); break;
       case '--questions': a.questions = Number(value()); break;
       case '--threads': a.threads = value().split(',').map(Number); break;
+      case '--model-threads':
+        // one model's threads over the page's plan (web/src/voice/models.ts THREAD_PLAN): ?<role>_threads=M
+        for (const item of value().split(',')) {
+          const [role, n] = item.split('=');
+          if (!['vad', 'asr', 'llm', 'voice'].includes(role) || !Number.isInteger(Number(n)) || Number(n) < 1 || Number(n) > 16) {
+            throw new Error(`--model-threads ${item}: expected ROLE=N (ROLE one of vad, asr, llm, voice; N a whole number from 1 to 16)`);
+          }
+          a.modelThreads[role] = Number(n);
+        }
+        break;
       case '--barge-in': a.bargeIn = true; break;
       case '--voice': a.voice = value(); break;
       case '--voice-name': a.voiceName = value(); break;
@@ -82,7 +94,7 @@ export function parseArgs(argv) {
 
 /** The benchmark's form: more than one question, thread count or the barge-in. */
 function isBench(a) {
-  return a.audio.length !== 1 || a.threads.length !== 1 || a.threads[0] !== 1 || a.bargeIn;
+  return a.audio.length !== 1 || a.threads.length !== 1 || a.threads[0] !== 1 || a.bargeIn || Object.keys(a.modelThreads).length > 0;
 }
 
 /** The loaded models: bundle, load time, threads. */
@@ -159,7 +171,7 @@ export async function runBench(a) {
     for (const threads of a.threads) {
       const { browser, context, offsite, logs } = await launchBrowser({ fakeMicrophone: silent.path });
       try {
-        const page = await openVoicePage(context, server.url, { prepare: installScriptedMicrophone, query: `?threads=${threads}` });
+        const page = await openVoicePage(context, server.url, { prepare: installScriptedMicrophone, query: `?threads=${threads}${Object.entries(a.modelThreads).map(([role, n]) => `&${role}_threads=${n}`).join('')}` });
         const started = await startListening(page, { voice: a.voice, voiceName: a.voiceName, timeout: limit ?? TIMEOUTS.load });
         const turns = [];
         for (const [i, q] of questions.entries()) {

@@ -78,6 +78,41 @@ test('the first piece goes out at its first clause break past firstClauseMinChar
   assert.deepEqual(split('Yes, it is. Then more.', 1, { firstClauseMinChars: 20 }).map((x) => x.sentence), ['Yes, it is.', 'Then more.']);
 });
 
+test('a first piece with no break within firstWordCutChars is cut at a word, never inside one', () => {
+  const options = { firstMaxChars: 40, firstClauseMinChars: 20, firstWordCutChars: 40 };
+  const text = 'The sky appears blue because of a process called Rayleigh scattering. It scatters blue light, mostly.';
+  for (const step of [1, 2, 3, 7, 1000]) {
+    const out = split(text, step, options);
+    assert.deepEqual(out.map((x) => x.sentence), ['The sky appears blue because of a', 'process called Rayleigh scattering.', 'It scatters blue light, mostly.'], `step ${step}`);
+    if (step === 1) assert.equal(out[0].pushed, 41, 'out once the 41st character shows no break came within 40');
+  }
+  // leading spaces (a streamed reply's first token) do not count
+  assert.equal(split(`  ${text}`, 1, options)[0].sentence, 'The sky appears blue because of a');
+  // a sentence or clause that ends within the bound goes out as before; the later pieces are not cut at words
+  const short = 'Sure, the capital of France is Paris, a city of light, art and food and of a great many old bridges over its river.';
+  assert.deepEqual(split(short, 1, options).map((x) => x.sentence),
+    ['Sure, the capital of France is Paris,', 'a city of light, art and food and of a great many old bridges over its river.']);
+  assert.deepEqual(split('Yes, it is. Then more.', 1, options).map((x) => x.sentence), ['Yes, it is.', 'Then more.']);
+  // a clause break past the bound loses to the word cut
+  const late = 'Photosynthesis converts the energy of sunlight, water and carbon dioxide into sugar.';
+  assert.equal(split(late, 1, options)[0].sentence, 'Photosynthesis converts the energy of');
+  assert.equal(split(late, 1000, options)[0].sentence, 'Photosynthesis converts the energy of');
+});
+
+test('a word cut leaves at least three words before it', () => {
+  const options = { firstWordCutChars: 20 };
+  const text = 'Pneumonoultramicroscopicsilicovolcanoconiosis disease, caused by silica dust inhalation over years.';
+  for (const step of [1, 5, 1000]) {
+    const out = split(text, step, options).map((x) => x.sentence);
+    assert.equal(out[0], 'Pneumonoultramicroscopicsilicovolcanoconiosis disease, caused', `step ${step}`);
+    assert.equal(out.join(' '), text);
+  }
+  // without a space after the third word yet, nothing goes out
+  const s = new m.SentenceSplitter(options);
+  assert.deepEqual(s.push('Antidisestablishmentarianism is verylongwordthatgoeson'), []);
+  assert.deepEqual(s.push(' and'), ['Antidisestablishmentarianism is verylongwordthatgoeson']);
+});
+
 test('speakable drops markdown a voice should not read', () => {
   assert.equal(m.speakable('**Paris** is the `capital`.'), 'Paris is the capital.');
   assert.equal(m.speakable('- a [link](http://x.y) here'), 'a link here');

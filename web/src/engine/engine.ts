@@ -50,6 +50,8 @@ export interface ModelLoadOptions {
   ep?: ExecutionProvider;
   dtype?: string;
   variant?: string;
+  /** WASM threads for this model's worker (default: the engine's ``threads``). */
+  threads?: number;
 }
 
 export interface Model {
@@ -115,7 +117,7 @@ export class Engine {
     checkOptions('load', options, LOAD_OPTIONS);
     const onProgress = options.onProgress ?? this.options.onProgress;
     const load: LoadOptions = {
-      ep: options.ep ?? this.options.ep, dtype: options.dtype, variant: options.variant, threads: this.options.threads,
+      ep: options.ep ?? this.options.ep, dtype: options.dtype, variant: options.variant, threads: options.threads ?? this.options.threads,
       onProgress: onProgress && ((e) => onProgress({ model, file: e.file, loaded: e.loaded, total: e.total, phase: e.phase, percent: e.percent })),
     };
     return (await this.table.get(model, load)).info;
@@ -139,7 +141,7 @@ export class Engine {
 }
 
 const ENGINE_OPTIONS: readonly (keyof EngineOptions)[] = ['onProgress', 'ep', 'threads', 'assetBase'];
-const LOAD_OPTIONS: readonly (keyof ModelLoadOptions)[] = ['onProgress', 'ep', 'dtype', 'variant'];
+const LOAD_OPTIONS: readonly (keyof ModelLoadOptions)[] = ['onProgress', 'ep', 'dtype', 'variant', 'threads'];
 
 /** Refuse an options object with a key onnxpipe does not know (a typo would be ignored otherwise). */
 function checkOptions(call: string, options: object, known: readonly string[]): void {

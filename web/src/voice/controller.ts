@@ -68,6 +68,10 @@ const CONFIRM_SLACK_MS = 150;
 export const CONTINUE_MS = 1500;
 /** The reply's first clause goes to the voice once it holds this many characters. */
 const FIRST_CLAUSE_MIN_CHARS = 20;
+/** ... and is cut at a word when no sentence end or clause break comes within this many: the
+ * voice makes a whole piece before its first sound, in a time that grows with the piece's
+ * length (docs/voice.md, "The first piece to the voice"). */
+const FIRST_PIECE_MAX_CHARS = 40;
 
 const PHASE_TEXT: Record<Phase, string> = {
   off: 'Press Start to talk with the assistant.',
@@ -518,8 +522,11 @@ export class VoiceController {
     this.turnMachine.to('thinking');
     this.speech.controls = record.voice.controls = this.voiceControls();
     this.speech.begin();
-    // a long first sentence is spoken from its first clause break: the first sound comes sooner
-    const splitter = new SentenceSplitter({ firstMaxChars: 40, firstClauseMinChars: FIRST_CLAUSE_MIN_CHARS });
+    // a long first sentence is spoken from its first clause break, or a word past
+    // FIRST_PIECE_MAX_CHARS without one: the first sound comes sooner
+    const splitter = new SentenceSplitter({
+      firstMaxChars: FIRST_PIECE_MAX_CHARS, firstClauseMinChars: FIRST_CLAUSE_MIN_CHARS, firstWordCutChars: FIRST_PIECE_MAX_CHARS,
+    });
     const speak = (sentence: string) => {
       if (!timeline.has('first_audio')) {
         const at = performance.now();

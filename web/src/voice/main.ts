@@ -15,7 +15,8 @@ import { VoiceControls } from './controls';
 import { VoiceController, type VoiceView } from './controller';
 import { LatencyView } from './latency-view';
 import { LevelMeter } from './level-meter';
-import { DEFAULT_BUNDLES, ModelSet } from './models';
+import { DEFAULT_BUNDLES, ModelSet, type Role } from './models';
+import { threadsFromQuery } from './threads';
 import { initialState, type VoiceState } from './state';
 import { StatusLine } from './status';
 
@@ -39,16 +40,6 @@ async function voiceBundles(): Promise<BundleEntry[]> {
   return out;
 }
 
-/** WASM threads per model from the address (``?threads=2``; the benchmark measures 1 and 2),
- * or 1. A value that is no whole number from 1 to 16 is refused, naming it. */
-function threadsFromUrl(): number {
-  const raw = new URLSearchParams(location.search).get('threads');
-  if (raw === null) return 1;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1 || n > 16) throw new Error(`the address's threads=${raw}: expected a whole number from 1 to 16`);
-  return n;
-}
-
 function start(): void {
   const state = initialState();
   let controller: VoiceController | null = null;
@@ -60,10 +51,12 @@ function start(): void {
     voiceChanged: () => void controller?.voiceChanged(),
     modeChanged: () => controller?.modeChanged(),
   });
-  let threads = 1;
+  // WASM threads per model from the address (``?threads=2``, ``&asr_threads=1``: models.ts
+  // THREAD_PLAN; the benchmark measures 1 and 2); a bad value is shown, and nothing starts
+  let threads: Record<Role, number> | undefined;
   let refused: unknown = null;
   try {
-    threads = threadsFromUrl();
+    threads = threadsFromQuery(location.search);
   } catch (e) {
     refused = e;
   }

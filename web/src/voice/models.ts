@@ -41,7 +41,7 @@ export class ModelSlot {
   private loading: Promise<LoadedInfo> | null = null;
   private loadingUrl: string | null = null;
 
-  constructor(readonly role: Role, private readonly engine: Engine) {
+  constructor(readonly role: Role, private readonly engine: Engine, readonly threads = 1) {
     this.status = el('p', { class: 'load-status', 'data-testid': `voice-model-${role}`, 'data-state': 'idle', text: 'not loaded' });
     // this model's worker died / healed (the engine reloads the same bundle by itself)
     this.root = el('div', { class: 'voice-model' },
@@ -75,8 +75,7 @@ export class ModelSlot {
     });
   }
 
-  /** Load ``url`` (once; again only for another URL). One WASM thread each: four models
-   * share the cores, and the chat model and the voice work at the same time. */
+  /** Load ``url`` (once; again only for another URL), on ``threads`` WASM threads (THREAD_PLAN). */
   load(url: string): Promise<LoadedInfo> {
     if (this.info && this.loadedUrl === url) return Promise.resolve(this.info);
     if (this.loading && this.loadingUrl === url) return this.loading;
@@ -89,7 +88,7 @@ export class ModelSlot {
     this.progress.reset();
     this.status.dataset.state = 'loading';
     this.status.textContent = `loading ${new URL(url).pathname.split('/').filter(Boolean).pop()}…`;
-    const load = this.engine.load(url, { ep: 'wasm', onProgress: (e) => this.progress.update(e) })
+    const load = this.engine.load(url, { ep: 'wasm', threads: this.threads, onProgress: (e) => this.progress.update(e) })
       .then((info) => {
         if (info.kind !== ROLE_KIND[this.role]) {
           throw new Error(`${info.bundle} is a "${info.kind}" bundle; the ${ROLE_LABEL[this.role].toLowerCase()} needs a "${ROLE_KIND[this.role]}" one`);
@@ -122,16 +121,19 @@ export class ModelSlot {
 }
 
 export class ModelSet {
-  /** One WASM thread each by default: four models share the cores, and the chat model and
-   * the voice work at the same time. Nothing starts before the first load. */
+  /** ``threads``: WASM threads per model (threadsFromQuery; one each by default: four models
+   * share the cores). Nothing starts before the first load. */
   readonly engine: Engine;
   readonly slots: Record<Role, ModelSlot>;
   readonly root: HTMLElement;
 
-  constructor(readonly threads = 1) {
-    this.engine = new Engine({ ep: 'wasm', threads }, null);
+  constructor(readonly threads: Record<Role, number> = { vad: 1, asr: 1, llm: 1, voice: 1 }) {
+    this.engine = new Engine({ ep: 'wasm', threads: 1 }, null);
     const e = this.engine;
-    this.slots = { vad: new ModelSlot('vad', e), asr: new ModelSlot('asr', e), llm: new ModelSlot('llm', e), voice: new ModelSlot('voice', e) };
+    this.slots = {
+      vad: new ModelSlot('vad', e, threads.vad), asr: new ModelSlot('asr', e, threads.asr),
+      llm: new ModelSlot('llm', e, threads.llm), voice: new ModelSlot('voice', e, threads.voice),
+    };
     this.root = el('section', { class: 'voice-models loader', 'aria-label': 'Models' },
       el('h2', { text: 'Models' }), ...ROLES.map((r) => this.slots[r].root));
   }
