@@ -163,6 +163,7 @@ export function turnJson(turn, extra = {}) {
     reply_done_ms: turn.replyDoneMs,
     spans_ms: turn.spansMs,
     joined_pauses: turn.joined,
+    early_transcript: turn.earlyTranscript,
     barge_in_ms: turn.bargeInMs,
     prompt_tokens: turn.promptTokens,
     cached_tokens: turn.cachedTokens,
