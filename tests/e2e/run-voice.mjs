@@ -39,7 +39,7 @@ import { ensureSite } from './lib/runtime.mjs';
 import { TIMEOUTS } from './lib/timeouts.mjs';
 import {
   fakeMicWav, installScriptedMicrophone, joinWavs, normalizeText, openVoicePage, renderSpeech, say, shortNoiseWav, startListening,
-  turnJson, turnsDone, voiceState, waitVoice,
+  stageProblem, turnJson, turnsDone, voiceState, waitVoice,
 } from './lib/voice.mjs';
 
 const USAGE = 'usage: node tests/e2e/run-voice.mjs (--audio question.wav ... | --questions N) [--threads 1,2] [--model-threads asr=2,llm=1] [--barge-in] '
@@ -178,6 +178,8 @@ export async function runBench(a) {
           await say(page, q.wav);
           const state = await waitVoice(page, `(s) => s.turns.length >= ${i + 1} && s.phase === 'listening' && !s.playing`,
             { timeout: limit ?? TIMEOUTS.generate, what: `question ${i + 1}` });
+          const problem = state.turns[i].finish === 'done' ? stageProblem(state.turns[i]) : null;
+          if (problem) throw new Error(`question ${i + 1}: the breakdown is not whole and in order: ${problem}`);
           const turn = turnJson(state.turns[i]);
           if (q.text !== null) turn.transcript_ok = normalizeText(turn.transcript) === normalizeText(q.text);
           turns.push(turn);

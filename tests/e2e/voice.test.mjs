@@ -22,7 +22,7 @@ import { recordStates, recordedStates } from './lib/page-states.mjs';
 import { TIMEOUTS } from './lib/timeouts.mjs';
 import {
   fakeMicWav, installScriptedMicrophone, joinWavs, normalizeText, openVoicePage, renderSpeech, say, startListening, turnsDone,
-  voiceState, waitVoice,
+  stageProblem, voiceState, waitVoice,
 } from './lib/voice.mjs';
 
 const BUNDLES = ['silero-vad', 'whisper-base', 'smollm2-135m-instruct', 'piper-en-us-joe'];
@@ -82,8 +82,7 @@ function wordEdits(said, heard) {
 
 function checkTimeline(turn) {
   const l = turn.latencyMs;
-  for (const stage of ['vad', 'transcript', 'first_token', 'first_audio']) assert.ok(Number.isFinite(l[stage]), `no ${stage} latency: ${JSON.stringify(l)}`);
-  assert.ok(l.vad <= l.transcript && l.transcript <= l.first_token && l.first_token <= l.first_audio, JSON.stringify(l));
+  assert.equal(stageProblem(turn), null);
   const s = turn.spansMs;
   const all = ['speech', 'prefill', 'vad', 'transcript', 'first_token', 'first_clause', 'voice', 'reply'];
   for (const span of all) assert.ok(s[span] && s[span].every(Number.isFinite) && s[span][0] <= s[span][1], `span ${span}: ${JSON.stringify(s)}`);
@@ -202,7 +201,9 @@ test('voice chat: speaking during the reply stops it and is answered (barge-in);
     assert.equal(whole.turns.length, 3, `cut in two: ${JSON.stringify(whole.turns.slice(2).map((x) => x.transcript))}`);
     const pausedTurn = whole.turns[2];
     assert.equal(pausedTurn.finish, 'done', JSON.stringify(pausedTurn));
-    assert.equal(normalizeText(pausedTurn.transcript), normalizeText(PAUSED.join(' ')), `transcript "${pausedTurn.transcript}"`);
+    // both parts in one transcript; one word may differ (in the page, speech + 3 s hears "...
+    // does a spider half?", the whole window "have": docs/voice.md, "Whisper on the speech")
+    assert.ok(wordEdits(normalizeText(PAUSED.join(' ')), normalizeText(pausedTurn.transcript)) <= 1, `transcript "${pausedTurn.transcript}"`);
     assert.equal(await page.getByTestId('voice-transcript').count(), 3, 'the first part alone stayed on the page');
     checkTimeline(pausedTurn);
     console.log(`# paused question: "${pausedTurn.transcript}" (the VAD's cut joined again ${pausedTurn.joined} time(s)) -> "${pausedTurn.reply}"`);

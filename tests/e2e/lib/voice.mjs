@@ -150,6 +150,19 @@ export function turnsDone(page, count = 1, options = {}) {
   return waitVoice(page, `(s) => s.turns.length >= ${count} && s.phase !== 'transcribing'`, { what: `turn ${count}`, ...options });
 }
 
+/** Why a turn's breakdown is not whole and in order (every stage since the end of speech, each
+ * no earlier than the one it waits for), or null when it is. */
+export function stageProblem(turn) {
+  const l = turn.latencyMs;
+  const stages = ['vad', 'transcript', 'first_token', 'first_audio'];
+  const missing = stages.filter((s) => !Number.isFinite(l[s]));
+  if (missing.length) return `no ${missing.join(', ')} in ${JSON.stringify(l)}`;
+  for (let i = 1; i < stages.length; i++) {
+    if (l[stages[i]] < l[stages[i - 1]]) return `${stages[i]} (${l[stages[i]]} ms) before ${stages[i - 1]} (${l[stages[i - 1]]} ms)`;
+  }
+  return null;
+}
+
 /** The run-voice.mjs JSON of a finished turn. */
 export function turnJson(turn, extra = {}) {
   return {
