@@ -169,6 +169,22 @@ export const bridge = {
     const result = await session.run(feeds, outputs);
     return outputs.map((name) => result[name]!);
   },
+  /** KV caches [B, H, T, D] in JavaScript memory (the wasm provider's) cut to their first
+   * ``length`` positions of T: one copy of the rows kept, here, instead of a session run that
+   * copies every tensor into the WASM heap and the cut back out (py/onnxpipe/state/kv_cache.py). */
+  sliceSeq(tensors: Ort.Tensor[], length: number): Ort.Tensor[] {
+    return tensors.map((tensor) => {
+      const [batch, heads, total, width] = tensor.dims as number[];
+      if (tensor.dims.length !== 4 || length > total!) throw new Error(`sliceSeq: can't cut [${tensor.dims}] to ${length} positions`);
+      const data = tensor.data as Float32Array | Uint16Array;
+      const rows = batch! * heads!;
+      const from = total! * width!;
+      const to = length * width!;
+      const out = new (data.constructor as { new (n: number): Float32Array | Uint16Array })(rows * to);
+      for (let r = 0; r < rows; r++) out.set(data.subarray(r * from, r * from + to), r * to);
+      return new ort.Tensor(tensor.type as 'float32', out as Float32Array, [batch!, heads!, length, width!]);
+    });
+  },
   disposeAll(tensors: Ort.Tensor[]): void {
     for (const tensor of tensors) tensor.dispose();
   },

@@ -298,6 +298,9 @@ test('onnxpipe extras on chat completions: token ids and speed on the last chunk
     assert.deepEqual(content(chunks).flatMap((c) => c.onnxpipe.token_ids), stats.token_ids.slice(0, content(chunks).flatMap((c) => c.onnxpipe.token_ids).length));
   }
   assert.deepEqual(out.whole.onnxpipe.token_ids, last(out.first).onnxpipe.token_ids, 'greedy: whole and streamed ids agree');
+  // whole continued from the second turn's state cut back to the first prompt (a KV rewind, in
+  // JavaScript on wasm: workers/bridge.ts sliceSeq), and still answered as the first did
+  assert.ok(out.whole.usage.prompt_tokens_details.cached_tokens > 0, JSON.stringify(out.whole.usage));
   assert.equal(out.whole.usage.completion_tokens, out.whole.onnxpipe.token_ids.length);
   const turn2 = out.second.at(-1).usage;
   assert.ok(turn2.prompt_tokens_details.cached_tokens > 0 && turn2.prompt_tokens_details.cached_tokens < turn2.prompt_tokens,

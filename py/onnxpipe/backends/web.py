@@ -178,6 +178,14 @@ class WebBackend:
     def dispose_many(self, tensors: list) -> None:
         onnxpipe_js.disposeAll(to_js([t for t in tensors if t is not None]))
 
+    def slice_seq_many(self, tensors: list, length: int) -> list | None:
+        """KV caches [B, H, T, D] cut to ``length`` positions, copied in JavaScript (wasm: the
+        tensors live there; a session run would copy each into the WASM heap and the cut back
+        out); None where one is on the GPU (the caller then runs its slice graph there)."""
+        if any(t.location != "cpu" or t.type not in ("float32", "float16") for t in tensors):
+            return None
+        return list(onnxpipe_js.sliceSeq(to_js(tensors), length).to_py(depth=1))
+
     # ---- running -----------------------------------------------------------------------
 
     def run(self, session: WebSession, feeds: dict, outputs: Sequence[str], bound: dict | None = None):

@@ -207,7 +207,14 @@ class SeparateKVCache(KVCache):
         # not the bounded (windowed) layers: the op reads their resident rows from the mask's
         # length, and stale rows get overwritten
         cut = [slot for slot in self.growing if slot.value is not None]
-        self._transform(cut, kv_ops.slice_seq_many_graph, "length", [length])
+        direct = getattr(self.backend, "slice_seq_many", None)   # the web backend's, in JavaScript
+        made = direct([slot.value for slot in cut], length) if direct is not None and cut else None
+        if made is None:
+            self._transform(cut, kv_ops.slice_seq_many_graph, "length", [length])
+            return True
+        self.backend.dispose_many([slot.value for slot in cut])
+        for slot, value in zip(cut, made):
+            slot.value = value
         return True
 
 
