@@ -100,6 +100,12 @@ def budget(audio, samples: int, max_new_tokens):
     return own if max_new_tokens is None else min(own, max_new_tokens)
 
 
+def _budget_ended(finish_reason: str, max_new_tokens, budgeted) -> bool:
+    """The decode ran to ``budget``'s own cap, not the caller's."""
+    return (finish_reason == "length" and budgeted is not None
+            and (max_new_tokens is None or budgeted < max_new_tokens))
+
+
 def repeats(ids, run: int) -> bool:
     """Whether ``ids`` hold some run of at least ``run`` ids twice in a row."""
     n = len(ids)
@@ -150,7 +156,7 @@ def first_reading(audio, ids, finish_reason: str, max_new_tokens, budgeted, ends
         return None
     if finish_reason == "stop":
         return whole_repeat(ids, ctx.fallback_repeat_tokens)
-    if finish_reason != "length" or budgeted is None or (max_new_tokens is not None and budgeted >= max_new_tokens):
+    if not _budget_ended(finish_reason, max_new_tokens, budgeted):
         return None
     return loop_cut(ids, ctx.fallback_repeat_tokens, ends_sentence)
 
@@ -162,7 +168,7 @@ def looped(audio, ids, text: str, finish_reason: str, max_new_tokens, budgeted=N
     ctx = audio.context
     if ctx is None or ctx.encode == "window" or finish_reason == "cancelled":
         return False
-    if finish_reason == "length" and (max_new_tokens is None or (budgeted is not None and budgeted < max_new_tokens)):
+    if (finish_reason == "length" and max_new_tokens is None) or _budget_ended(finish_reason, max_new_tokens, budgeted):
         return True   # ran to max_length or to the budget, not to the caller's cap
     if ctx.fallback_repeat_tokens and repeats(ids, ctx.fallback_repeat_tokens):
         return True

@@ -6,7 +6,6 @@ do not match."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +13,7 @@ import onnxpipe
 import pytest
 
 from tests.fixtures import whisper_asr
+from word_errors import wer, words
 
 ROOT = Path(__file__).resolve().parents[3]
 BUNDLE = ROOT / "public" / "models" / "piper-en-us-joe"
@@ -28,22 +28,6 @@ needs_asr = pytest.mark.skipif(
     not whisper_asr.available(),
     reason=f"speech recogniser not installed ({', '.join(whisper_asr.missing())}): "
            "pip install -r requirements/dev.txt")
-
-
-def words(text: str) -> list[str]:
-    """Lowercase words without punctuation ("Isn't it?" -> ["isnt", "it"])."""
-    return re.sub(r"[^a-z0-9 ]+", " ", text.lower().replace("'", "").replace("\u2019", "")).split()
-
-
-def wer(reference: str, hypothesis: str) -> float:
-    """Word error rate: word-level edit distance over the reference's word count."""
-    ref, hyp = words(reference), words(hypothesis)
-    row = list(range(len(hyp) + 1))
-    for i, r in enumerate(ref, 1):
-        prev, row[0] = row[0], i
-        for j, h in enumerate(hyp, 1):
-            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (r != h))
-    return row[-1] / max(len(ref), 1)
 
 
 @pytest.fixture(scope="module")

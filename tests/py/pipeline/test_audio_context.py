@@ -23,6 +23,7 @@ import pytest
 
 import onnxpipe
 import tiny_encoder_decoder as ted
+from word_errors import edits, words
 from onnxpipe.errors import ConfigError
 from onnxpipe.onnx_info.reader import read_model_file
 from onnxpipe.pipeline import audio_context
@@ -252,20 +253,6 @@ def _said(voice: str, text: str) -> tuple[list[float], int]:
     return _espeak(text)
 
 
-def _words(text: str) -> list[str]:
-    return "".join(c if c.isalnum() or c == " " else " " for c in text.lower().replace("'", "")).split()
-
-
-def _edits(said: str, heard: str) -> int:
-    a, b = _words(said), _words(heard)
-    row = list(range(len(b) + 1))
-    for i, x in enumerate(a, 1):
-        prev, row[0] = row[0], i
-        for j, y in enumerate(b, 1):
-            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (x != y))
-    return row[-1]
-
-
 needs_voices = pytest.mark.skipif(not (PIPER / "en_US-joe-medium.onnx").exists() or shutil.which("espeak-ng") is None,
                                   reason="needs the Piper bundle (`make models`) and espeak-ng (`make espeak`)")
 
@@ -283,8 +270,8 @@ def test_speech_context_is_as_faithful_as_the_whole_window(pair):
         samples, rate = _said(voice, text)
         a, b = speech.transcribe(samples, rate), window.transcribe(samples, rate)
         if voice == "piper":
-            assert _words(a.text) == _words(text), (a.text, b.text)
-        ours, reference = ours + _edits(text, a.text), reference + _edits(text, b.text)
+            assert words(a.text) == words(text), (a.text, b.text)
+        ours, reference = ours + edits(text, a.text), reference + edits(text, b.text)
     assert ours <= reference
 
 

@@ -15,25 +15,11 @@ import openai
 import pytest
 
 from conftest import VOICE, WHISPER
+from word_errors import wer
 
 MAX_WER = 0.2
 TEXT = "It is cold outside. Could you close the window before we leave?"
 QUIET = {"noise_scale": 0, "noise_w": 0}   # the same audio every time
-
-
-def words(text: str) -> list[str]:
-    return re.sub(r"[^a-z0-9 ]+", " ", text.lower().replace("'", "").replace("\u2019", "")).split()
-
-
-def wer(reference: str, hypothesis: str) -> float:
-    """Word error rate: word-level edit distance over the reference's word count."""
-    ref, hyp = words(reference), words(hypothesis)
-    row = list(range(len(hyp) + 1))
-    for i, r in enumerate(ref, 1):
-        prev, row[0] = row[0], i
-        for j, h in enumerate(hyp, 1):
-            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (r != h))
-    return row[-1] / max(len(ref), 1)
 
 
 @pytest.fixture(scope="module")
