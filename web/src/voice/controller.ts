@@ -4,7 +4,6 @@
 
 import type { ChatMessage, ControlInfo } from '../protocol';
 import type { ChatParams } from '../engine/chat-params';
-import { wavBytes } from '../audio/wav';
 import type { BundleEntry } from '../ui/bundles';
 import type { ErrorBanner } from '../ui/error-banner';
 import { describeError } from '../ui/format';
@@ -23,20 +22,9 @@ import { SpeechQueue } from './speech-queue';
 import type { TurnRecord, VoiceState } from './state';
 import type { StatusLine } from './status';
 import { INTERRUPTIBLE, TurnMachine, type Phase } from './turn';
+import { Lane } from './lane';
+import { Recognizer, type EarlyTranscript } from './recognizer';
 import { LISTEN_CONTROLS, VadLink, type SpeechEnd, type SpeechStart } from './vad-link';
-
-/** A transcription begun at a pause, on the samples the utterance's end will carry if the
- * speech does not resume: that end takes it over (the same samples: the same text). */
-interface EarlyTranscript {
-  start: number;
-  end: number;
-  abort: AbortController;
-  text: Promise<string>;
-  /** when the recogniser began on it (null: still queued) */
-  began: number | null;
-  /** the turn's timeline, once a turn took it over */
-  timeline: TurnTimeline | null;
-}
 
 export interface VoiceView {
   root: HTMLElement;
@@ -82,28 +70,13 @@ const PHASE_TEXT: Record<Phase, string> = {
   speaking: 'Speaking… (talk to interrupt)',
 };
 
-/** Runs calls on one worker one after another: a new turn's request waits for the stopped one. */
-class Lane {
-  private tail: Promise<unknown> = Promise.resolve();
-  run<T>(fn: () => Promise<T>): Promise<T> {
-    const next = this.tail.then(fn, fn);
-    this.tail = next.catch(() => undefined);
-    return next;
-  }
-
-  /** Resolves once the calls given so far have ended (their callers heard of it first). */
-  async idle(): Promise<void> {
-    await this.tail;
-  }
-}
-
 export class VoiceController {
   private readonly mic = new Microphone();
   private readonly player = new ReplyPlayer();
   private readonly turnMachine = new TurnMachine();
   private readonly vad: VadLink;
   private readonly speech: SpeechQueue;
-  private readonly asrLane = new Lane();
+  private readonly recognizer: Recognizer;
   private readonly llmLane = new Lane();
   // no system prompt: SmolLM2's own (from its chat template) gave the most direct answers
   private messages: ChatMessage[] = [];
@@ -125,8 +98,6 @@ export class VoiceController {
   private readonly dropped = new Set<number>();
   /** Aborts the transcription running (its utterance went on). */
   private transcribing: AbortController | null = null;
-  /** The transcription begun at the last pause, until the end takes it over or it is stale. */
-  private early: EarlyTranscript | null = null;
   /** The turn whose reply the chat model is writing (null: none). */
   private generatingTurn: number | null = null;
   private pttFrom: Promise<number> | null = null;
@@ -138,6 +109,7 @@ export class VoiceController {
     const { slots } = view.models;
     const { engine } = view.models;
     this.vad = new VadLink(engine, () => slots.vad.model);
+    this.recognizer = new Recognizer(engine, () => slots.asr.model);
     this.speech = new SpeechQueue(engine, () => slots.voice.model, this.player);
     this.mic.onLevel = (rms) => view.meter.update(rms);
     this.mic.onLost = (error) => {
@@ -215,7 +187,7 @@ export class VoiceController {
   async stop(): Promise<void> {
     if (!this.state.running) return;
     this.clearTentative();
-    this.dropEarly();
+    this.recognizer.dropEarly();
     await this.interrupt('interrupted');
     this.player.release();
     this.vad.stop();
@@ -229,7 +201,7 @@ export class VoiceController {
   /** Resolves once the recogniser and the chat model have ended what they were given: after
    * Stop, a stopped turn's transcription or reply still ends in its worker (tests wait on it). */
   async settled(): Promise<void> {
-    await Promise.all([this.asrLane.idle(), this.llmLane.idle()]);
+    await Promise.all([this.recognizer.idle(), this.llmLane.idle()]);
   }
 
   /** Push to talk: the button went down. */
@@ -355,42 +327,11 @@ export class VoiceController {
    * pause (its end is transcribed from where its first part began). */
   private onSpeechPaused(pause: SpeechEnd): void {
     if (this.view.controls.mode !== 'hands-free' || this.turnMachine.phase !== 'hearing') return;
-    this.dropEarly(); // the speech went on after the last pause: what was begun then is stale
-    if (this.tentative || this.joining || pause.speechMs < MIN_SPEECH_MS) return;
-    const asr = this.view.models.slots.asr.model;
-    if (!asr) return;
-    const abort = new AbortController();
-    const early: EarlyTranscript = { start: pause.start, end: pause.end, abort, text: Promise.resolve(''), began: null, timeline: null };
-    early.text = this.transcribe(asr, pause.samples, abort.signal, (at) => {
-      early.began = at;
-      early.timeline?.begin('transcript', at);
-    });
-    early.text.catch(() => undefined); // its turn (if one takes it over) reports the error
-    this.early = early;
-  }
-
-  /** The transcription begun at the pause whose bounds are ``end``'s (any other is stale). */
-  private takeEarly(end: SpeechEnd): EarlyTranscript | null {
-    const early = this.early;
-    this.early = null;
-    if (early && early.start === end.start && early.end === end.end) return early;
-    early?.abort.abort();
-    return null;
-  }
-
-  private dropEarly(): void {
-    this.early?.abort.abort();
-    this.early = null;
-  }
-
-  /** ``samples`` (16 kHz) to text on the recogniser's lane; ``onBegin`` when it starts on them. */
-  private transcribe(asr: string, samples: Float32Array, signal: AbortSignal, onBegin: (at: number) => void): Promise<string> {
-    const file = new Blob([wavBytes(samples, CAPTURE_RATE)], { type: 'audio/wav' });
-    return this.asrLane.run(() => {
-      if (signal.aborted) throw new DOMException('the utterance went on', 'AbortError');
-      onBegin(performance.now());
-      return this.view.models.engine.audio.transcriptions.create({ model: asr, file }, { signal });
-    }).then((result) => result.text.trim());
+    if (this.tentative || this.joining || pause.speechMs < MIN_SPEECH_MS) {
+      this.recognizer.dropEarly(); // the speech went on after the last pause: what was begun then is stale
+      return;
+    }
+    this.recognizer.startEarly(pause);
   }
 
   private onSpeechEnd(end: SpeechEnd): void {
@@ -422,7 +363,7 @@ export class VoiceController {
     const startS = joining?.startS ?? end.start;
     const joined = joining?.joined ?? 0;
     this.utterance = { startS, endedAt: speechEnd, joined, turn: this.turnMachine.turn };
-    const early = this.takeEarly(end);
+    const early = this.recognizer.takeEarly(end);
     if (!joining) {
       void this.runTurn(end.samples, timeline, joined, early);
       return;
@@ -494,15 +435,13 @@ export class VoiceController {
     const transcribing = early?.abort ?? new AbortController();
     this.transcribing = transcribing;
     try {
-      const asr = slots.asr.model;
-      if (!asr) throw new Error('the speech recogniser is not loaded');
       if (early) {
         // begun at the pause: its span starts there, before the end was decided
         early.timeline = timeline;
         if (early.began !== null) timeline.begin('transcript', early.began);
         text = await early.text;
       } else {
-        text = await this.transcribe(asr, samples, transcribing.signal, (at) => timeline.begin('transcript', at));
+        text = await this.recognizer.transcribe(samples, transcribing.signal, (at) => timeline.begin('transcript', at));
       }
     } catch (error) {
       return this.endTurn(turn, 'failed', error);
