@@ -13,7 +13,7 @@ import onnxpipe
 import pytest
 
 from tests.fixtures import whisper_asr
-from word_errors import wer, words
+from tests.py.word_errors import wer, words
 
 ROOT = Path(__file__).resolve().parents[3]
 BUNDLE = ROOT / "public" / "models" / "piper-en-us-joe"

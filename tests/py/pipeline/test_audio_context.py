@@ -23,7 +23,7 @@ import pytest
 
 import onnxpipe
 import tiny_encoder_decoder as ted
-from word_errors import edits, words
+from tests.py.word_errors import edits, words
 from onnxpipe.errors import ConfigError
 from onnxpipe.onnx_info.reader import read_model_file
 from onnxpipe.pipeline import audio_context

@@ -15,7 +15,7 @@ import openai
 import pytest
 
 from conftest import VOICE, WHISPER
-from word_errors import wer
+from tests.py.word_errors import wer
 
 MAX_WER = 0.2
 TEXT = "It is cold outside. Could you close the window before we leave?"
