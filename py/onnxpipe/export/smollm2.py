@@ -25,7 +25,7 @@ import sys
 import tempfile
 import time
 
-from onnxpipe.export import wasm_variant
+from onnxpipe.export import unfused_attention, wasm_variant
 from onnxpipe.export.packages import package_file
 from onnxpipe.export.manifest import MANIFEST_NAME, build_manifest, file_sha256, write_manifest
 
@@ -42,8 +42,12 @@ STAMP_NAME = ".built"
 # The onnxruntime-web WASM variant (fp16-stored weights, made from the builder's fp32 export).
 WASM_FILE = "model.wasm.onnx"
 WASM_WEIGHTS = "fp16"
+# The WASM variant's graph with GroupQueryAttention spelled out in standard ops (the `wasm`
+# provider's file: onnxruntime-web's kernel is slow over a long past; export/unfused_attention.py).
+# It reads WASM_FILE's weights file: one more 0.2 MB graph, not another copy of the weights.
+WEB_FILE = "model.web.onnx"
 REQUIRED_FILES = ("genai_config.json", "model.onnx", "model.onnx.data", "tokenizer.json",
-                  "tokenizer_config.json", WASM_FILE, WASM_FILE + ".data")
+                  "tokenizer_config.json", WASM_FILE, WASM_FILE + ".data", WEB_FILE)
 # Prompt for the build-time sanity check of the WASM variant (greedy, against fp32).
 CHECK_PROMPT = "What is the capital of France?"
 CHECK_TOKENS = 32
@@ -77,6 +81,7 @@ def build_inputs(gguf_path: str) -> dict:
         "execution_provider": EXECUTION_PROVIDER,
         "wasm_variant": {"file": WASM_FILE, "recipe_version": wasm_variant.RECIPE_VERSION,
                          "weights": WASM_WEIGHTS},
+        "web_graph": {"file": WEB_FILE, "recipe_version": unfused_attention.RECIPE_VERSION},
         "versions": {d: _version(d) for d in (PACKAGE, "transformers", "onnxruntime-genai", "gguf", "torch",
                                               "onnx", "onnxruntime")},
     }
@@ -190,6 +195,12 @@ def build_wasm_variant(fp32_dir: str, out_dir: str, hf_dir: str) -> None:
         log(f"warning: {WASM_FILE} diverges from fp32 at token {same} on {CHECK_PROMPT!r}")
 
 
+def build_web_graph(out_dir: str) -> None:
+    """Write WEB_FILE next to WASM_FILE: its graph, attention unfused, reading its weights file."""
+    count = unfused_attention.write_unfused(os.path.join(out_dir, WASM_FILE), os.path.join(out_dir, WEB_FILE))
+    log(f"wrote {WEB_FILE}: {WASM_FILE}'s graph with {count} GroupQueryAttention nodes in standard ops")
+
+
 def install(onnx_dir: str, out_dir: str) -> list[str]:
     """Copy the builder's files into out_dir, leaving our committed files alone."""
     os.makedirs(out_dir, exist_ok=True)
@@ -200,7 +211,7 @@ def install(onnx_dir: str, out_dir: str) -> list[str]:
             continue
         shutil.copyfile(src, os.path.join(out_dir, name))
         copied.append(name)
-    missing = [n for n in REQUIRED_FILES if n not in copied and n != WASM_FILE and n != WASM_FILE + ".data"]
+    missing = [n for n in REQUIRED_FILES if n not in copied and n not in (WASM_FILE, WASM_FILE + ".data", WEB_FILE)]
     if missing:
         raise RuntimeError(f"builder output lacks {missing} (got {copied})")
     return copied
@@ -273,6 +284,7 @@ def build(out_dir: str, force: bool = False) -> bool:
         log(f"running onnxruntime-genai builder (fp32, {EXECUTION_PROVIDER}) for the WASM variant")
         run_genai_builder(hf_dir, fp32_dir, os.path.join(tmp, "cache-fp32"), precision="fp32")
         build_wasm_variant(fp32_dir, out_dir, hf_dir)
+        build_web_graph(out_dir)
     check_pipeline_json(out_dir)
     write_manifest(out_dir)
     log("wrote manifest.json")

@@ -351,6 +351,14 @@ SLIDING_LAYOUTS: dict[str, type[SlidingWindowKVCache]] = {
 }
 
 
+def _concatenates_past(backend, session) -> bool:
+    """Does this file grow its past (no GroupQueryAttention to update a shared buffer in place)?
+    A provider's file may spell attention out in standard ops (export/unfused_attention.py: the
+    SmolLM2 bundle's ``wasm`` file) while the pipeline's other files share one buffer."""
+    facts = kv_dims.SessionGraph(backend, session).facts()
+    return facts is not None and not any(n.op_type == "GroupQueryAttention" for n in facts.graph.nodes)
+
+
 def make_kv_cache(backend, session, spec: KVCacheSpec, max_length: int, file: str,
                   provider: str = "cpu", exclude: frozenset[str] = frozenset()) -> KVCache | None:
     """The KV cache of ``session``, of the class for its layout (found from the session's I/O
@@ -362,7 +370,7 @@ def make_kv_cache(backend, session, spec: KVCacheSpec, max_length: int, file: st
     # sliding-window layers: fixed window-sized buffers the attention op evicts from itself
     window = None if spec.sliding_window is None else Windowing(
         spec.sliding_window, slot_layers(spec, slots), fmt, provider, max_length, file)
-    if fmt == "shared_buffer" and not backend.supports_bound_outputs:
+    if fmt == "shared_buffer" and (not backend.supports_bound_outputs or _concatenates_past(backend, session)):
         fmt = "separate"   # GroupQueryAttention also takes a growing past
     if window is None:
         return LAYOUTS[fmt](backend, session, spec, slots, max_length, file, provider)

@@ -51,9 +51,13 @@ def test_pipeline_json_maps_providers_to_variants():
         decoder = json.load(f)["pipeline"]["sessions"]["decoder"]
     # the faithful file on every provider (bench/native_variants.py: the builder's int4 file agrees
     # with fp32 on no chat prompt); the int4 file is the one onnxruntime-genai opens
-    for provider in ("cpu", "wasm", "webgpu", "default"):
+    for provider in ("cpu", "webgpu", "default"):
         assert decoder["file"][provider] == VARIANT
         assert decoder["external_data"][provider] == [VARIANT + ".data"]
+    # the wasm provider's graph is the variant's with attention in standard ops, on its weights
+    # (tests/py/export/test_unfused_attention.py)
+    assert decoder["file"]["wasm"] == "model.web.onnx"
+    assert decoder["external_data"]["wasm"] == [VARIANT + ".data"]
     assert decoder["file"]["int4"] == "model.onnx"
     assert decoder["external_data"]["int4"] == ["model.onnx.data"]
     for name in set(decoder["file"].values()):
