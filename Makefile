@@ -67,6 +67,7 @@ bench: models node-deps ## decode speed (per dtype too) and speech real-time fac
 	node bench/browser_decode.mjs $(SMOLLM2)
 	node bench/browser_decode.mjs $(SMOLLM2) --threads 2
 	$(PY) bench/decode_ceiling.py $(SMOLLM2)    # what one thread's memory streaming allows the wasm file
+	node bench/wasm_attention.mjs $(SMOLLM2)   # a question over a long past: GroupQueryAttention vs the web file's standard ops
 	node bench/browser_dtypes.mjs $(SMOLLM2_TJS)
 	node bench/browser_memory.mjs   # peak wasm memory of every bundle in public/models/
 	node bench/browser_start.mjs    # chat page: time to first token, cold and warm, with its breakdown

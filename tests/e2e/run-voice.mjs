@@ -25,7 +25,8 @@
 // microphone: the page's capture path is unchanged), each once the last reply was heard, and
 // prints {"runs": [{"threads", "turns": [...], "p50": {...}, "p95": {...}, "barge_in_ms"}]}:
 // p50/p95 over the questions of every stage since the end of speech (first_audio: end of speech
-// -> first audio) and of each stage on its own. --barge-in: then a long question; over its reply
+// -> first audio) and of each stage on its own, and "reply_gap_seconds" (p50/p95 of the silence
+// the voice left inside a reply: its next piece came after the last had played). --barge-in: then a long question; over its reply
 // a 150 ms noise (the reply must go on: "noise": {held, reply_went_on}), then a second question:
 // barge_in_ms is from the start of that speech to the reply's playback stopped (held).
 // --model-threads asr=1,llm=2: those models' WASM threads over the page's plan for --threads
@@ -183,12 +184,16 @@ export async function runBench(a) {
           const turn = turnJson(state.turns[i]);
           if (q.text !== null) turn.transcript_ok = normalizeText(turn.transcript) === normalizeText(q.text);
           turns.push(turn);
-          process.stderr.write(`[threads ${threads}] "${turn.transcript}": first audio ${turn.latency_ms.first_audio} ms after the end of speech\n`);
+          process.stderr.write(`[threads ${threads}] "${turn.transcript}": first audio ${turn.latency_ms.first_audio} ms after the end of speech; `
+            + `${turn.reply_gap_seconds.toFixed(2)} s of silence between the reply's pieces\n`);
         }
         const run = {
           threads, turns, models: await modelsOf(page), start_ms: Math.round(started.startMs),
           p50: { latency_ms: summary(turns.map((t) => t.latency_ms), 50), stage_ms: summary(turns.map((t) => t.stage_ms), 50) },
           p95: { latency_ms: summary(turns.map((t) => t.latency_ms), 95), stage_ms: summary(turns.map((t) => t.stage_ms), 95) },
+          // silence the voice left inside a reply (its next piece came after the last had played)
+          reply_gap_seconds: { p50: percentile(turns.map((t) => t.reply_gap_seconds), 50),
+            p95: percentile(turns.map((t) => t.reply_gap_seconds), 95), replies_with_gaps: turns.filter((t) => t.reply_gap_seconds > 0.05).length },
           barge_in_ms: null,
           noise: null,
         };
@@ -247,7 +252,8 @@ async function main() {
           console.log(`${run.threads} thread(s), ${run.turns.length} questions, ms from the end of speech, p50 (p95): detected ${p50.vad} (${p95.vad}), `
             + `transcript ${p50.transcript} (${p95.transcript}), first token ${p50.first_token} (${p95.first_token}), `
             + `first audio ${p50.first_audio} (${p95.first_audio})${run.barge_in_ms === null ? '' : `; barge-in stopped the reply in ${run.barge_in_ms} ms`}`
-            + `${run.noise === null ? '' : `; a 150 ms noise held it ${run.noise.held} time(s), and it went on`}`);
+            + `${run.noise === null ? '' : `; a 150 ms noise held it ${run.noise.held} time(s), and it went on`}`
+            + `; silence inside a reply p50 ${run.reply_gap_seconds.p50} s (p95 ${run.reply_gap_seconds.p95}; ${run.reply_gap_seconds.replies_with_gaps} with over 50 ms)`);
         }
       }
       return;

@@ -169,6 +169,7 @@ export function turnJson(turn, extra = {}) {
     transcript: turn.transcript,
     reply: turn.reply,
     reply_audio_seconds: Number(turn.replyAudioSeconds.toFixed(3)),
+    reply_gap_seconds: Number(turn.replyGapSeconds.toFixed(3)),
     latency_ms: turn.latencyMs,
     stage_ms: turn.stageMs,
     finish: turn.finish,

@@ -161,3 +161,25 @@ def test_shipped_web_graph_gives_the_wasm_files_logits():
     fused = logits_over(os.path.join(BUNDLE, smollm2.WASM_FILE), chunks)
     for step, (want, have) in enumerate(zip(fused, logits_over(web, chunks))):
         assert float(np.abs(want - have).max()) < FP32_KERNELS, step
+
+
+def test_a_shared_buffer_cache_runs_separate_on_the_web_file():
+    """pipeline.json declares SmolLM2's cache shared_buffer (onnxruntime-genai's file updates one
+    buffer in place); natively the wasm variant's file concatenates its past, so its cache runs
+    separate, and its greedy tokens agree with model.wasm.onnx's (shared buffer) by the margin rule."""
+    import onnxpipe
+    from onnxpipe.export import smollm2
+    from onnxpipe.loops.batched import _loaded
+    from onnxpipe.state.kv_cache import KVCache
+    from tests.agreement import assert_greedy_agrees, greedy_with_margins
+
+    if not os.path.isfile(os.path.join(BUNDLE, smollm2.WEB_FILE)):
+        pytest.skip("SmolLM2 bundle not built (make models)")
+    formats = {}
+    for variant in ("cpu", "wasm"):
+        pipe = onnxpipe.load(BUNDLE, variant=variant)
+        formats[variant] = next(c for c in _loaded(pipe).executor.components if isinstance(c, KVCache)).format
+    assert formats == {"cpu": "shared_buffer", "wasm": "separate"}
+    ids, want, want_margins = greedy_with_margins(BUNDLE, 16, chat="Name a large ocean.", variant="cpu")
+    _, got, _ = greedy_with_margins(BUNDLE, 16, prompt_ids=ids, variant="wasm")
+    assert_greedy_agrees(got.tokens, want.tokens, want_margins, FP32_KERNELS)

@@ -59,7 +59,7 @@ const FIRST_CLAUSE_MIN_CHARS = 20;
 /** ... and is cut at a word when no sentence end or clause break comes within this many: the
  * voice makes a whole piece before its first sound, in a time that grows with the piece's
  * length (docs/voice.md, "The first piece to the voice"). */
-const FIRST_PIECE_MAX_CHARS = 40;
+const FIRST_PIECE_MAX_CHARS = 30;
 
 const PHASE_TEXT: Record<Phase, string> = {
   off: 'Press Start to talk with the assistant.',
@@ -417,7 +417,7 @@ export class VoiceController {
   private async runTurn(samples: Float32Array, timeline: TurnTimeline, joined = 0, early: EarlyTranscript | null = null): Promise<void> {
     const turn = this.turnMachine.turn;
     const record: TurnRecord = {
-      mode: this.view.controls.mode, transcript: '', reply: '', replyAudioSeconds: 0, madeAudioSeconds: 0, sentences: [],
+      mode: this.view.controls.mode, transcript: '', reply: '', replyAudioSeconds: 0, madeAudioSeconds: 0, replyGapSeconds: 0, sentences: [],
       latencyMs: {}, stageMs: {}, spansMs: {}, finish: 'done', speechSeconds: samples.length / CAPTURE_RATE, replyDoneMs: null,
       voice: { bundle: this.view.models.info('voice')?.bundle ?? null, controls: {} },
       joined, earlyTranscript: early !== null, bargeInMs: null, promptTokens: null, cachedTokens: null, prefillError: null,
@@ -536,6 +536,7 @@ export class VoiceController {
     await this.speech.drained();
     if (!this.turnMachine.live(turn)) return;
     record.madeAudioSeconds = this.speech.madeSeconds;
+    record.replyGapSeconds = this.player.gapSeconds;
     // nothing was ever spoken (empty reply): the turn is over now
     if (!this.player.playing) this.maybeFinishTurn();
   }

@@ -10,6 +10,7 @@ export class ReplyPlayer {
   private live = new Map<AudioBufferSourceNode, { at: number; duration: number }>();
   private nextAt = 0;
   private played = 0; // seconds heard in this reply, sentences that ended or were cut
+  private late = 0; // seconds of silence in this reply: audio that came after the last had ended
   private holding = false;
   /** Playback started (true) or ran dry / was stopped (false). */
   onChange: (playing: boolean) => void = () => {};
@@ -54,6 +55,14 @@ export class ReplyPlayer {
   begin(): void {
     this.stop();
     this.played = 0;
+    this.late = 0;
+  }
+
+  /** Seconds of silence this reply's audio left between its pieces: each piece that arrived
+   * after the one before had finished playing (the voice fell behind) adds its lateness. A held
+   * reply adds none (the context's clock stops). */
+  get gapSeconds(): number {
+    return this.late;
   }
 
   /** Schedule one sentence after the last; returns when it starts (performance.now() ms). */
@@ -66,6 +75,7 @@ export class ReplyPlayer {
     source.buffer = buffer;
     source.connect(ctx.destination);
     const at = Math.max(this.nextAt, ctx.currentTime + LEAD_S);
+    if (this.nextAt > 0) this.late += at - this.nextAt;
     source.start(at);
     this.nextAt = at + buffer.duration;
     const wasPlaying = this.playing;

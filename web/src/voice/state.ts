@@ -16,6 +16,9 @@ export interface TurnRecord {
   replyAudioSeconds: number;
   /** Seconds of audio the voice made for it. */
   madeAudioSeconds: number;
+  /** Seconds of silence between the reply's pieces: the voice's next audio came after the last
+   * had finished playing (ReplyPlayer.gapSeconds). */
+  replyGapSeconds: number;
   sentences: string[];
   /** Since the end of speech, cumulative; and each stage on its own. */
   latencyMs: Partial<Record<Stage, number>>;
