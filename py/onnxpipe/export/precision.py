@@ -101,13 +101,16 @@ def to_q8(src, dst, external: bool | None = None) -> Path:
 
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    model = _load(src)
-    has_conv = any(n.op_type == "Conv" for n in model.graph.node)
+    import onnx
+
+    # the graph alone to look at; quantize_dynamic reads the file itself (handed a loaded model
+    # it holds a second copy of every weight: 18 GB for a 1B model)
+    has_conv = any(n.op_type == "Conv" for n in onnx.load(os.fspath(src), load_external_data=False).graph.node)
     # quantize_dynamic writes the file itself; go through a temporary one so ``_save`` decides
     # on external data the same way for every dtype.
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory(dir=os.path.dirname(os.path.abspath(dst))) as tmp:
         out = Path(tmp) / "q8.onnx"
-        quantize_dynamic(model, out, weight_type=QuantType.QUInt8 if has_conv else QuantType.QInt8,
+        quantize_dynamic(Path(src), out, weight_type=QuantType.QUInt8 if has_conv else QuantType.QInt8,
                          use_external_data_format=True,
                          extra_options={"EnableSubgraph": True, "MatMulConstBOnly": True})
         return _save(_load(out), dst, external)
