@@ -6,6 +6,7 @@ import { Tokenizer } from '@huggingface/tokenizers';
 import type * as Ort from 'onnxruntime-web';
 
 import { GrammarEngine, storedVocabulary, storeVocabulary } from './grammar';
+import { type ExternalDataEntry, type HeapPlanWire, planExternalData } from './heap-weights';
 import { phonemize } from './phonemizer';
 
 type Dtype = 'float32' | 'float16' | 'int64' | 'int32' | 'int8' | 'uint8' | 'bool';
@@ -86,6 +87,10 @@ export const bridge = {
     const end = Math.min(offset + length, data instanceof Blob ? data.size : data.byteLength);
     if (data instanceof Blob) return data.slice(offset, end).arrayBuffer().then((b) => new Uint8Array(b));
     return data.subarray(offset, end);
+  },
+  /** A session's externalData from its heap plan (py/onnxpipe/heap/plan.py; workers/heap-weights.ts). */
+  heapExternalData(planJson: string): Promise<ExternalDataEntry[]> {
+    return planExternalData(bridge.getFile, JSON.parse(planJson) as HeapPlanWire);
   },
   tensor(dtype: Dtype, values: number[], dims: number[]): Ort.Tensor {
     return new ort.Tensor(dtype, typed(dtype, values), dims);

@@ -31,22 +31,23 @@ export async function loadBundle(
   base: URL,
   progress: Progress,
   warnings: string[],
-  choose: (small: Map<string, Uint8Array>, large: string[]) => Promise<Set<string>>,
+  choose: (small: Map<string, Uint8Array>, large: ManifestFile[]) => Promise<Set<string>>,
 ): Promise<Map<string, BundleFile>> {
   checkBundleOrigin(base, self.location.origin);   // model files only from our own origin
   const store = await BundleStore.open(base, warnings);
   const manifest = await store.manifest();
   checkManifestPaths(manifest, base);
   const small = new Map<string, Uint8Array>();
-  for (const file of manifest.files.filter((f) => !isLarge(f.path))) {
+  const large = (f: ManifestFile): boolean => isLarge(f.path) && !isSmallGraph(f, manifest.files);
+  for (const file of manifest.files.filter((f) => !large(f))) {
     small.set(file.path, new Uint8Array(await (await store.file(file, progress)).arrayBuffer()));
   }
-  const needed = await choose(small, manifest.files.filter((f) => isLarge(f.path)).map((f) => f.path));
-  const large = manifest.files.filter((f) => needed.has(f.path));
-  const missing = [...needed].filter((path) => !large.some((f) => f.path === path));
+  const needed = await choose(small, manifest.files.filter(large));
+  const chosen = manifest.files.filter((f) => needed.has(f.path) && !small.has(f.path));
+  const missing = [...needed].filter((path) => !chosen.some((f) => f.path === path) && !small.has(path));
   if (missing.length) throw new LoadError('bundle', `manifest.json does not list ${missing.join(', ')}`);
   const out = new Map<string, BundleFile>(small);
-  for (const file of large) out.set(file.path, await engineFile(file, await store.file(file, progress)));
+  for (const file of chosen) out.set(file.path, await engineFile(file, await store.file(file, progress)));
   await store.finish(manifest);
   useBundleStorage(store, manifest);
   return out;
@@ -70,4 +71,13 @@ export function lockFor(key: string): string {
 
 export function isLarge(path: string): boolean {
   return LARGE.test(path);
+}
+
+/** Graphs whose weights sit in a data file beside them are small: fetched with the configs, so
+ * the fit check reads them (py/onnxpipe/heap/fit.py) before any weight is downloaded. */
+const SMALL_GRAPH_BYTES = 16 << 20;
+
+export function isSmallGraph(file: ManifestFile, files: ManifestFile[]): boolean {
+  if (!/\.onnx$/i.test(file.path) || file.bytes > SMALL_GRAPH_BYTES) return false;
+  return files.some((f) => f.path === `${file.path}.data` || f.path === `${file.path}_data`);
 }

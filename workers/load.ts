@@ -44,7 +44,10 @@ export async function load(args: ArgsOf<'load'>, call: Call, hooks: LoadHooks): 
   const warnings: string[] = [];
   const name = base.pathname.split('/').filter(Boolean).pop() ?? 'bundle';
   const dir = `/bundles/${name}`;
-  const options = { dir, ep: args.ep, variant: args.variant, dtype: args.dtype, available: await availableProviders(runtime) };
+  const options: Record<string, unknown> = {
+    dir, ep: args.ep, variant: args.variant, dtype: args.dtype, available: await availableProviders(runtime),
+    expand_weights: args.expand_weights, context_length: args.context_length,
+  };
   const write = (path: string, data: Uint8Array): void => {
     const target = `${dir}/${path}`;
     py.FS.mkdirTree(target.slice(0, target.lastIndexOf('/')));
@@ -59,7 +62,10 @@ export async function load(args: ArgsOf<'load'>, call: Call, hooks: LoadHooks): 
     }, warnings, async (small, large) => {
       stages.add('files', filesFrom);
       for (const [path, data] of small) write(path, data);
-      for (const path of large) write(path, new Uint8Array(0));   // placeholders: bytes stay in JS
+      for (const file of large) write(file.path, new Uint8Array(0));   // placeholders: bytes stay in JS
+      // the fit check (py/onnxpipe/heap/fit.py) weighs each file by its size: refused here, before
+      // any large file is fetched, when the bundle can't fit the WASM heap
+      options.sizes = Object.fromEntries([...large.map((f) => [f.path, f.bytes]), ...[...small].map(([p, d]) => [p, d.byteLength])]);
       const needed = await entry.call('files_needed', options);
       filesFrom = now();
       return new Set(needed.files);

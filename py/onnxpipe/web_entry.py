@@ -24,8 +24,11 @@ from .config.load import load_config
 from .engine.build import session_files
 from .engine.controls import tensors_from_json
 from .errors import InputError, OnnxpipeError
+from .heap.bundle_fit import check as heap_check, context_length
+from .heap.fit import with_context
+from .heap.plan import EXPAND_MODES
 from .text.web import load_web_text_processor
-from .web_protocol import (FilesNeeded, ListenHeard, ListenStarted, OpenedBundle, RunResult, SessionInfo,
+from .web_protocol import (FilesNeeded, HeapFit, HeapInfo, ListenHeard, ListenStarted, OpenedBundle, RunResult, SessionInfo,
                            StepEvent, TokenEvent, control_info, generation_result, sentence_info,
                            speech_result, to_wire, transcript_window, transcription_result, vad_event,
                            voice_activity_result)
@@ -101,14 +104,30 @@ def _samples(block) -> array:
 
 
 def _backend(fs_dir: str, args: dict):
-    backend = WebBackend(fs_dir, tuple(args.get("available") or ("wasm",)))
+    expand = args.get("expand_weights") or "auto"
+    if expand not in EXPAND_MODES:
+        raise InputError(f'expand_weights: expected one of {", ".join(EXPAND_MODES)}, found {expand!r}')
+    backend = WebBackend(fs_dir, tuple(args.get("available") or ("wasm",)), expand_weights=expand)
     providers = [args["ep"]] if args.get("ep") else None
     return backend, providers, load_config(fs_dir, dtype=args.get("dtype"))
 
 
-@verb("files_needed", "dir", "ep", "available", "variant", "dtype")
+def _heap_fit(config, backend, providers, args, sizes: dict[str, int]):
+    """The bundle's fit in the WASM heap (heap/fit.py; refused when it can't fit) and the config
+    with generation.max_length at the context it reserved; (None, config) off wasm."""
+    context = context_length(args.get("context_length"), config.spec.generation.max_length)
+    what = os.path.basename(os.path.normpath(args["dir"])) + (f" dtype {config.dtype}" if config.dtype else "")
+    fit = heap_check(config, sizes, backend.providers, providers, args.get("variant"), context, what,
+                     backend.expand_weights)
+    if fit is None:
+        return None, config
+    return fit, with_context(config, fit.context)
+
+
+@verb("files_needed", "dir", "ep", "available", "variant", "dtype", "sizes", "expand_weights", "context_length")
 def files_needed(args: dict, emit, data) -> FilesNeeded:
-    """The large files (models, weights) this bundle opens here, before any is fetched."""
+    """The large files (models, weights) this bundle opens here, before any is fetched, and
+    whether it fits the WASM heap (a HeapError, kind "memory", when it can't)."""
     fs_dir = args["dir"]
     backend, providers, config = _backend(fs_dir, args)
     wanted = session_files(config, backend, providers, args.get("variant"))
@@ -116,24 +135,33 @@ def files_needed(args: dict, emit, data) -> FilesNeeded:
         for guess in (name + ".data", name + "_data"):
             if guess not in wanted and os.path.exists(os.path.join(fs_dir, guess)):
                 wanted.append(guess)
-    return FilesNeeded(files=wanted)
+    sizes = args.get("sizes") or {}
+    if not isinstance(sizes, dict):
+        raise InputError(f"sizes: expected an object of file -> bytes, found {type(sizes).__name__}")
+    fit, _ = _heap_fit(config, backend, providers, args, sizes)
+    return FilesNeeded(files=wanted, heap=HeapFit(**fit.summary()) if fit is not None else None)
 
 
-@verb("open_bundle", "dir", "ep", "available", "variant", "dtype")
+@verb("open_bundle", "dir", "ep", "available", "variant", "dtype", "sizes", "expand_weights", "context_length")
 def open_bundle(args: dict, emit, data) -> OpenedBundle:
-    """Load the bundle written to ``dir``; args: {ep, available: [providers], variant, dtype}."""
+    """Load the bundle written to ``dir``; args: {ep, available: [providers], variant, dtype,
+    sizes, expand_weights, context_length}."""
     global _pipeline
     fs_dir = args["dir"]
     start = time.perf_counter()
     if _pipeline is not None:
         _pipeline.reset()
     backend, providers, config = _backend(fs_dir, args)
+    fit, config = _heap_fit(config, backend, providers, args, args.get("sizes") or {})
+    if fit is not None:
+        backend.heap_budget = fit.budget
     variant = args.get("variant")
     _pipeline = Pipeline(config, backend, providers, text_loader=load_web_text_processor,
                          variant=variant, phonemizer_loader=_web_phonemizer)
     warm_ms = _pipeline.warm_up() * 1000.0
     sessions = {name: SessionInfo(provider=s.provider,
-                                  file=_pipeline.spec.pipeline.sessions[name].file_for(variant or s.provider))
+                                  file=_pipeline.spec.pipeline.sessions[name].file_for(variant or s.provider),
+                                  heap=HeapInfo(**backend.heap[name]) if name in backend.heap else None)
                 for name, s in _pipeline.sessions.items()}
     # the transformers.js dtype opened (asked for, or the provider's default); None for others
     dtype = config.dtype or (transformers_js.dtype_of(fs_dir, [s.file for s in sessions.values()])
@@ -144,7 +172,7 @@ def open_bundle(args: dict, emit, data) -> OpenedBundle:
         warnings=list(_pipeline.warnings), structure=_pipeline.structure,
         has_chat_template=bool(_pipeline.text and _pipeline.text.has_chat_template),
         load_ms=(time.perf_counter() - start) * 1000.0, warm_up_ms=warm_ms,
-        dtype=dtype, dtypes=list(config.dtypes))
+        dtype=dtype, dtypes=list(config.dtypes), heap=HeapFit(**fit.summary()) if fit is not None else None)
 
 
 def _loaded() -> Pipeline:

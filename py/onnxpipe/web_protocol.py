@@ -36,9 +36,19 @@ def to_wire(value):
 
 
 @dataclass
+class HeapInfo:
+    weight_bytes: int              # the session's weights as they sit in the WASM heap
+    temp_bytes: int                # the largest buffer a MatMulNBits left as it is allocates per call
+    expanded: int                  # MatMulNBits nodes opened as fp32 MatMuls (exact: heap/nbits.py)
+    kept: int                      # MatMulNBits nodes left as they are
+    kept_why: list[str]            # why (a budget, or what the node has that the expansion does not do)
+
+
+@dataclass
 class SessionInfo:
     provider: str
     file: str
+    heap: HeapInfo | None = optional()   # wasm sessions: what the heap plan made of the file (heap/plan.py)
 
 
 @dataclass
@@ -66,11 +76,29 @@ class OpenedBundle:
     warm_up_ms: float
     dtype: str | None              # the transformers.js precision opened; None for other bundles
     dtypes: list[str]              # the precisions the folder offers; empty for other bundles
+    heap: HeapFit | None = optional()   # wasm: the bundle's fit in the WASM heap
+
+
+@dataclass
+class HeapFit:
+    """A bundle's fit in onnxruntime-web's WASM heap (heap/fit.py), in bytes."""
+
+    limit_bytes: int               # the heap's size limit (4 GiB)
+    need_bytes: int                # what the load needs (all MatMulNBits expanded when that fits)
+    full_bytes: int                # with every MatMulNBits expanded (the fast plan)
+    least_bytes: int               # with none expanded (weights as stored)
+    kv_bytes: int                  # the KV cache at context_length (twice: a step's past and present)
+    work_bytes: int                # one prefill chunk's working memory
+    engine_bytes: int              # the engine's own
+    context_length: int            # tokens the KV cache is reserved for (generation stops there)
+    weights_exact: bool            # weights read from the graphs (else counted from config.json)
+    expanded_all: bool             # every MatMulNBits opens expanded
 
 
 @dataclass
 class FilesNeeded:
     files: list[str]               # the large files this bundle opens here, before any is fetched
+    heap: HeapFit | None = optional()   # wasm: the heap it will need
 
 
 @dataclass
@@ -216,7 +244,7 @@ class RunResult:
 
 
 # The dataclasses above, each checked against the interface of its name in web/src/protocol.ts.
-WIRE_TYPES = (SessionInfo, ControlInfo, OpenedBundle, FilesNeeded, TokenEvent, SpeculationStats,
+WIRE_TYPES = (HeapFit, HeapInfo, SessionInfo, ControlInfo, OpenedBundle, FilesNeeded, TokenEvent, SpeculationStats,
               BeamSequence, GrammarInfo, GenerationResult, SentenceInfo, SpeechResult, TranscriptWindow,
               TranscriptionResult, VadEvent, VoiceActivityResult, ListenStarted, ListenHeard,
               StepEvent, RunResult)

@@ -12,7 +12,8 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "py" / "onnxpipe"
 NATIVE_ONLY = {"backends/native.py", "text/native.py",          # CPython + onnxruntime/tokenizers
-               "grammar/native.py"}                              # + xgrammar (the worker has web-xgrammar)
+               "grammar/native.py",                              # + xgrammar (the worker has web-xgrammar)
+               "heap/native.py"}                                 # numpy: a heap plan carried out on disk
 CPYTHON_ONLY_DIRS = {"export",                                  # model builders (`make models`)
                      "server"}                                   # `onnxpipe serve` (FastAPI + uvicorn)
 BROWSER_MODULES = {"js", "pyodide", "ort", "onnxpipe_js"}

@@ -133,6 +133,7 @@ export interface AudioInput { samples: Float32Array; sample_rate: number }
 
 export type ErrorKind =
   | 'config' | 'bundle' | 'input' | 'engine' | 'quota' | 'network' | 'integrity' | 'text' | 'internal'
+  | 'memory' // the bundle can't fit the WASM heap as asked (said before its weights are fetched)
   | 'stopped' // the runtime worker died (client.ts restarts it and reloads the bundle)
   // the user's side, which the user can fix: no microphone (none, busy, unplugged, a browser
   // without the means), or access to it refused (web/src/audio/mic.ts)
@@ -167,9 +168,19 @@ export interface StartupTimings {
 // ---- Results and events Python makes: each interface below mirrors the dataclass of its name
 // in py/onnxpipe/web_protocol.py (tests/py/test_web_protocol.py compares their fields). ---------
 
+/** What a wasm session's heap plan made of its file (py/onnxpipe/heap/plan.py, docs/large-models.md). */
+export interface HeapInfo {
+  weight_bytes: number; // the session's weights as they sit in onnxruntime-web's WASM heap
+  temp_bytes: number; // the largest buffer a MatMulNBits left as it is allocates per call
+  expanded: number; // MatMulNBits nodes opened as fp32 MatMuls (exact)
+  kept: number; // MatMulNBits nodes left as they are
+  kept_why: string[]; // why: the heap budget, or what such a node has that the expansion does not do
+}
+
 export interface SessionInfo {
   provider: string;
   file: string;
+  heap?: HeapInfo; // wasm sessions only
 }
 
 /** A caller control declared in pipeline.json's pipeline.inputs: a number with a range, or
@@ -196,11 +207,28 @@ export interface OpenedBundle {
   warm_up_ms: number; // speech bundles: one short word spoken at load so the first Speak is fast
   dtype: string | null; // the precision opened (transformers.js folders); null for other bundles
   dtypes: string[]; // the precisions the folder offers (load again with one of them); empty for other bundles
+  heap?: HeapFit; // wasm: the bundle's fit in the WASM heap
 }
 
 /** The large files a bundle opens here ('files_needed', asked before any is fetched). */
+/** A bundle's fit in onnxruntime-web's WASM heap, in bytes (py/onnxpipe/heap/fit.py,
+ * docs/large-models.md). A load that can't fit fails before any weight is fetched, kind 'memory'. */
+export interface HeapFit {
+  limit_bytes: number; // the heap's size limit (4 GiB)
+  need_bytes: number; // what the load needs (every MatMulNBits expanded when that fits)
+  full_bytes: number; // with every MatMulNBits expanded (the fast plan)
+  least_bytes: number; // with none expanded (weights as stored)
+  kv_bytes: number; // the KV cache at context_length (twice: a step's past and present)
+  work_bytes: number; // one prefill chunk's working memory
+  engine_bytes: number; // the engine's own
+  context_length: number; // tokens the KV cache is reserved for: prompt + reply stop there
+  weights_exact: boolean; // weights read from the graphs (else counted from config.json)
+  expanded_all: boolean; // every MatMulNBits opens expanded
+}
+
 export interface FilesNeeded {
   files: string[];
+  heap?: HeapFit; // wasm: the heap it will need
 }
 
 /** New text since the previous 'token' event, and the ids it came from. */
@@ -440,6 +468,10 @@ export interface Verbs {
     args: {
       bundle_url: string; ep?: ExecutionProvider; variant?: string;
       dtype?: string; // a transformers.js folder's precision (fp32, fp16, q4, q4f16, ...); default: per provider
+      // wasm: MatMulNBits weights expanded to fp32 at load: 'auto' (as far as the heap allows,
+      // the default), 'all' or 'none' (as stored: ~10x slower; docs/large-models.md)
+      expand_weights?: 'auto' | 'all' | 'none';
+      context_length?: number; // tokens of KV cache to reserve (default min(max_length, 4096)); prompt + reply stop there
       threads?: number; // WASM threads, fixed by the first load of a worker
       cancel_buffer?: SharedArrayBuffer; // 4 bytes the page sets to 1 on cancel (isolated pages)
     };

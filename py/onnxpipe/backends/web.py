@@ -11,6 +11,7 @@ from __future__ import annotations
 from array import array
 
 import hashlib
+import json
 import os
 import posixpath
 from dataclasses import dataclass
@@ -22,6 +23,8 @@ import ort  # type: ignore[import-not-found]  (onnxruntime-web, registered by th
 from pyodide.ffi import JsException, run_sync, to_js  # type: ignore[import-not-found]
 
 from ..errors import EngineError
+from ..heap.plan import plan_file
+from ..onnx_info import BlockSource
 from . import half
 from .web_options import web_session_options
 from .base import TensorInfo
@@ -81,9 +84,13 @@ class WebBackend:
     name = "web"
     supports_bound_outputs = False   # shared KV buffers are fed as separate (growing) caches
 
-    def __init__(self, bundle_dir: str, providers: Sequence[str] = ("wasm",)):
+    def __init__(self, bundle_dir: str, providers: Sequence[str] = ("wasm",), expand_weights: str = "auto",
+                 heap_budget: int | None = None):
         self.bundle_dir = bundle_dir
         self.providers = tuple(providers)
+        self.expand_weights = expand_weights   # heap/plan.py: "auto", "all" or "none"
+        self.heap_budget = heap_budget         # heap bytes the weights of all wasm sessions may take
+        self.heap: dict[str, dict] = {}        # wasm session -> its heap plan's summary
         self._graphs: dict[tuple[str, str], WebSession] = {}
         self._name_arrays: dict[tuple[str, ...], Any] = {}
 
@@ -106,14 +113,39 @@ class WebBackend:
             external_data = [rel + suffix for suffix in (".data", "_data") if onnxpipe_js.hasFile(rel + suffix)]
         else:   # declared paths are bundle-relative; the model names them relative to itself
             external_data = [f.replace(os.sep, "/") for f in external_data]
-        if external_data:
-            opts["externalData"] = [
-                {"path": posixpath.relpath(f, data_dir or "."), "data": onnxpipe_js.getFile(f)}
-                for f in external_data]
-        sess = self._create(name, onnxpipe_js.getFile(rel), opts)
+        if provider == "wasm":   # through a heap plan: weights outside the graph, MatMulNBits expanded
+            sess = self._open_planned(name, rel, opts)
+        else:
+            if external_data:
+                opts["externalData"] = [
+                    {"path": posixpath.relpath(f, data_dir or "."), "data": onnxpipe_js.getFile(f)}
+                    for f in external_data]
+            sess = self._create(name, onnxpipe_js.getFile(rel), opts)
         inputs = _infos(getattr(sess, "inputMetadata", None), list(sess.inputNames))
         outputs = _infos(getattr(sess, "outputMetadata", None), list(sess.outputNames))
         return WebSession(name, provider, inputs, outputs, sess, path)
+
+    def _open_planned(self, name: str, rel: str, opts: dict):
+        """Open ``rel`` from its heap plan (heap/plan.py): the edited graph, its weights mounted
+        as slices of the bundle's files, the expanded ones made by the worker (workers/heap-weights.ts)."""
+        js_file = JsFileSource(rel)
+        used = sum(h["weight_bytes"] for h in self.heap.values())
+        budget = None if self.heap_budget is None else max(0, self.heap_budget - used)
+        plan = plan_file(BlockSource(js_file.read, js_file.size), rel, self.expand_weights, budget)
+        wire = {"mounts": {k: {"file": v.file, "start": v.start, "end": v.end} for k, v in plan.mounts.items()},
+                "materialize": plan.materialize}
+        try:
+            opts["externalData"] = run_sync(onnxpipe_js.heapExternalData(json.dumps(wire)))
+        except JsException as exc:
+            raise EngineError(f'session "{name}": could not make its weights for the heap: {exc}') from None
+        # packed copies of the MatMul weights would double them in the heap, and one-row (decode)
+        # GEMMs run as fast from the plain ones (docs/large-models.md); a bundle may still ask
+        opts.setdefault("extra", {}).setdefault("session.disable_prepacking", "1")
+        model = js.Uint8Array.new(len(plan.model))
+        model.assign(plan.model)
+        sess = self._create(name, model, opts)
+        self.heap[name] = plan.summary()
+        return sess
 
     def model_reader(self, path: str):
         rel = os.path.relpath(path, self.bundle_dir).replace(os.sep, "/")

@@ -116,8 +116,16 @@ def signed64(n: int) -> int:
 def fields(span: Span) -> Iterator[tuple[int, int, object]]:
     """(field number, wire type, value) of each field: an int for VARINT, raw bytes for I32/I64,
     a ``Span`` for LEN (not read)."""
+    for field, wire, value, _, _ in extents(span):
+        yield field, wire, value
+
+
+def extents(span: Span) -> Iterator[tuple[int, int, object, int, int]]:
+    """``fields`` plus where each field starts and ends in the source (its key included), so a
+    writer can copy a field it does not change byte for byte (heap/graph_edit.py)."""
     source, pos, end = span.source, span.offset, span.offset + span.length
     while pos < end:
+        start = pos
         key, pos = _varint(source, pos, end)
         field, wire = key >> 3, key & 7
         if wire == VARINT:
@@ -135,7 +143,7 @@ def fields(span: Span) -> Iterator[tuple[int, int, object]]:
             value, pos = source.read(pos, 4), pos + 4
         else:
             raise WireError(f"unsupported wire type {wire} (field {field}) at offset {pos}")
-        yield field, wire, value
+        yield field, wire, value, start, pos
 
 
 def ints(wire: int, value) -> list[int]:

@@ -23,7 +23,7 @@ import struct
 from dataclasses import dataclass
 from typing import Sequence
 
-__all__ = ["DTYPES", "Graph", "Tensor", "dtype_code"]
+__all__ = ["DTYPES", "Graph", "Tensor", "dtype_code", "encode_node", "int_field", "len_field"]
 
 # dtype name -> (TensorProto.DataType code, struct format char for raw_data)
 DTYPES: dict[str, tuple[int, str]] = {
@@ -77,6 +77,12 @@ def _bytes(field: int, value: bytes | str) -> bytes:
     if isinstance(value, str):
         value = value.encode("utf-8")
     return _key(field, 2) + _varint(len(value)) + value
+
+
+# the encoders under public names, for writers that splice new fields into a model they copy
+# (heap/graph_edit.py)
+int_field = _int
+len_field = _bytes
 
 
 def _float(field: int, value: float) -> bytes:
@@ -156,6 +162,20 @@ def _value_info(name: str, dtype: str, dims: Sequence[int | str]) -> bytes:
     return _bytes(1, name) + _bytes(2, type_proto)
 
 
+def encode_node(op_type: str, inputs: Sequence[str], outputs: Sequence[str], name: str = "",
+                domain: str = "", **attrs: object) -> bytes:
+    """NodeProto bytes: input (1), output (2), name (3), op_type (4), attribute (5), domain (7)."""
+    out = b"".join(_bytes(1, i) for i in inputs)
+    out += b"".join(_bytes(2, o) for o in outputs)
+    if name:
+        out += _bytes(3, name)
+    out += _bytes(4, op_type)
+    out += b"".join(_bytes(5, _attribute(k, v)) for k, v in attrs.items())
+    if domain:
+        out += _bytes(7, domain)
+    return out
+
+
 class Graph:
     """Builds one ONNX graph (default domain) and serializes it as a ModelProto."""
 
@@ -202,12 +222,7 @@ class Graph:
         outs = [outputs] if isinstance(outputs, str) else list(outputs)
         for o in outs:
             self._define(o)
-        out = b"".join(_bytes(1, i) for i in inputs)
-        out += b"".join(_bytes(2, o) for o in outs)
-        out += _bytes(3, f"{op_type}_{len(self._nodes)}")
-        out += _bytes(4, op_type)
-        out += b"".join(_bytes(5, _attribute(k, v)) for k, v in attrs.items())
-        self._nodes.append(out)
+        self._nodes.append(encode_node(op_type, inputs, outs, f"{op_type}_{len(self._nodes)}", **attrs))
         return outs[0] if len(outs) == 1 else outs
 
     def encode(self) -> bytes:

@@ -52,6 +52,10 @@ export interface ModelLoadOptions {
   variant?: string;
   /** WASM threads for this model's worker (default: the engine's ``threads``). */
   threads?: number;
+  /** wasm: MatMulNBits weights expanded to fp32 at load (docs/large-models.md). */
+  expandWeights?: 'auto' | 'all' | 'none';
+  /** Tokens of KV cache reserved in the WASM heap; prompt + reply stop there. */
+  contextLength?: number;
 }
 
 export interface Model {
@@ -118,6 +122,7 @@ export class Engine {
     const onProgress = options.onProgress ?? this.options.onProgress;
     const load: LoadOptions = {
       ep: options.ep ?? this.options.ep, dtype: options.dtype, variant: options.variant, threads: options.threads ?? this.options.threads,
+      expandWeights: options.expandWeights, contextLength: options.contextLength,
       onProgress: onProgress && ((e) => onProgress({ model, file: e.file, loaded: e.loaded, total: e.total, phase: e.phase, percent: e.percent })),
     };
     return (await this.table.get(model, load)).info;
@@ -141,7 +146,7 @@ export class Engine {
 }
 
 const ENGINE_OPTIONS: readonly (keyof EngineOptions)[] = ['onProgress', 'ep', 'threads', 'assetBase'];
-const LOAD_OPTIONS: readonly (keyof ModelLoadOptions)[] = ['onProgress', 'ep', 'dtype', 'variant', 'threads'];
+const LOAD_OPTIONS: readonly (keyof ModelLoadOptions)[] = ['onProgress', 'ep', 'dtype', 'variant', 'threads', 'expandWeights', 'contextLength'];
 
 /** Refuse an options object with a key onnxpipe does not know (a typo would be ignored otherwise). */
 function checkOptions(call: string, options: object, known: readonly string[]): void {

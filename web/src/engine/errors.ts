@@ -6,6 +6,7 @@ import { RuntimeError } from '../client';
 
 export type OnnxpipeErrorKind =
   | 'config' | 'bundle' | 'input' | 'engine' | 'quota' | 'network' | 'integrity' | 'text' | 'internal'
+  | 'memory' // the model can't fit the WASM heap as asked: said before its weights are fetched
   | 'stopped' | 'device' | 'permission' | 'aborted' | 'not_found';
 
 export class OnnxpipeError extends Error {

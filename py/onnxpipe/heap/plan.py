@@ -1,0 +1,137 @@
+"""What a model file becomes in onnxruntime-web's WASM heap, and the edit that gets it there.
+
+``plan_file`` reads the file's graph (range reads, weights skipped), then:
+- puts every weight outside the graph (heap/graph_edit.py): the heap then holds each weight
+  once instead of the model's bytes, their parsed copy and the tensors made from them;
+- expands MatMulNBits nodes to fp32 MatMuls (heap/nbits.py), as many as ``budget`` allows,
+  largest first (the largest also sets the per-call buffer the ones kept need);
+and reports the bytes: weights as they sit in the heap, and the largest per-call buffer.
+``expand``: "auto" (within ``budget``), "all", or "none" (weights as stored).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..errors import InputError
+from ..onnx_info.model import parse_model
+from ..onnx_info.wire import LEN, Span, fields
+from . import nbits
+from .graph_edit import CHUNK_BYTES, EditedModel, Slice, Weight, edit_model, read_weight
+
+EXPAND_MODES = ("auto", "all", "none")
+
+
+@dataclass
+class HeapPlan:
+    file: str
+    edited: EditedModel
+    materialize: list[dict] = field(default_factory=list)   # weights the loader makes (heap/nbits.py specs)
+    expanded: list[str] = field(default_factory=list)        # MatMulNBits outputs now fp32 MatMuls
+    kept: dict[str, str] = field(default_factory=dict)       # MatMulNBits output -> why it stays
+    temp_bytes: int = 0      # the largest buffer a kept MatMulNBits allocates per call
+    widened_bytes: int = 0   # fp16 MatMul weights the engine adds an fp32 copy of (and drops the fp16)
+
+    @property
+    def model(self) -> bytes:
+        return self.edited.model
+
+    @property
+    def mounts(self) -> dict[str, Slice]:
+        return self.edited.mounts
+
+    @property
+    def weight_bytes(self) -> int:
+        return self.edited.weight_bytes
+
+    @property
+    def heap_bytes(self) -> int:
+        """Weights as they sit in the heap after load, plus the largest per-call buffer of a
+        kept MatMulNBits."""
+        return self.weight_bytes + self.widened_bytes + self.temp_bytes
+
+    def summary(self) -> dict:
+        return {"weight_bytes": self.weight_bytes + self.widened_bytes, "temp_bytes": self.temp_bytes,
+                "expanded": len(self.expanded), "kept": len(self.kept),
+                "kept_why": sorted(set(self.kept.values()))}
+
+
+def weights_of(source, model_file: str) -> dict[str, Weight]:
+    root = Span(source, 0, source.size)
+    out: dict[str, Weight] = {}
+
+    def walk(graph: Span) -> None:
+        for num, wire, value in fields(graph):
+            if num == 5 and wire == LEN:
+                w = read_weight(value, model_file)
+                out[w.name] = w
+            elif num == 1 and wire == LEN:
+                for n, w_, v in fields(value):
+                    if n == 5 and w_ == LEN:
+                        for an, aw, av in fields(v):
+                            if an == 6 and aw == LEN:
+                                walk(av)
+    for num, wire, value in fields(root):
+        if num == 7 and wire == LEN:
+            walk(value)
+    return out
+
+
+def plan_file(source, model_file: str, expand: str = "auto", budget: int | None = None,
+              chunk_bytes: int = CHUNK_BYTES) -> HeapPlan:
+    """The heap plan of the model behind ``source`` (bundle path ``model_file``)."""
+    if expand not in EXPAND_MODES:
+        raise InputError(f'expand_weights: expected one of {", ".join(EXPAND_MODES)}, found {expand!r}')
+    info = parse_model(Span(source, 0, source.size))
+    weights = weights_of(source, model_file)
+    found = nbits.find(info.graph, weights)
+    uses: dict[str, int] = {}
+    for node in info.graph.flattened().nodes:
+        for name in set(node.inputs):
+            uses[name] = uses.get(name, 0) + 1
+    candidates = [nb for nb in found if nb.why_not is None]
+    chosen = _choose(candidates, weights, found, expand, budget)
+    replace, add, drop, specs = {}, [], set(), []
+    for i, nb in enumerate(chosen):
+        nodes, tensor, spec = nbits.expansion(nb, f"onnxpipe-weights/expanded-{i}.bin")
+        replace[nb.output] = nodes
+        add.append(tensor)
+        specs.append(spec)
+        for w in (nb.b, nb.scales, nb.zero_points):
+            if w is not None and uses.get(w.name, 0) <= 1:
+                drop.add(w.name)
+    edited = edit_model(source, model_file, replace, add, drop, chunk_bytes)
+    chosen_out = {nb.output for nb in chosen}
+    kept = {nb.output: (nb.why_not or ("the heap budget" if expand == "auto" else "expand_weights none"))
+            for nb in found if nb.output not in chosen_out}
+    temp = max((nb.expanded_bytes for nb in found if nb.output not in chosen_out), default=0)
+    widened = sum(weights[name].nbytes for name in _float16_matmul_weights(info.graph, weights))
+    return HeapPlan(model_file, edited, specs, [nb.output for nb in chosen], kept, temp, widened)
+
+
+def _float16_matmul_weights(graph, weights: dict[str, Weight]) -> set[str]:
+    """fp16 initializers a MatMul or Gemm reads: onnxruntime's CPU kernels compute them in
+    fp32, from an fp32 copy the session makes at load."""
+    return {n.inputs[1] for n in graph.flattened().nodes
+            if n.op_type in ("MatMul", "Gemm") and not n.domain and len(n.inputs) > 1
+            and n.inputs[1] in weights and weights[n.inputs[1]].dtype == "float16"}
+
+
+def _choose(candidates, weights, found, expand: str, budget: int | None) -> list:
+    if expand == "none":
+        return []
+    if expand == "all" or budget is None:
+        return list(candidates)
+    stored = sum(w.nbytes for w in weights.values())
+    chosen: list = []
+    kept = sorted(found, key=lambda nb: -nb.expanded_bytes)
+    total = stored + (kept[0].expanded_bytes if kept else 0)
+    for nb in sorted(candidates, key=lambda c: -c.expanded_bytes):
+        rest = [k for k in kept if k is not nb]
+        temp_after = rest[0].expanded_bytes if rest else 0
+        temp_now = kept[0].expanded_bytes if kept else 0
+        after = total + nb.expanded_bytes - nb.stored_bytes - temp_now + temp_after
+        if after <= budget:
+            chosen.append(nb)
+            kept, total = rest, after
+    return chosen
