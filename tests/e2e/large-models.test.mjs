@@ -1,0 +1,133 @@
+// Models the size people run, in Chromium (docs/large-models.md), on the small version of
+// Qwen2.5-0.5B's real shape (tests/fixtures/sized_small.py: its widths, 2 layers, 4096 ids):
+// - q4 and q4f16 open with every MatMulNBits expanded to fp32 at load (workers/heap-weights.ts
+//   makes the weights), and their greedy tokens follow native onnxruntime on the ORIGINAL file
+//   (expected.json) under the margin rule;
+// - the fit check's figure, counted before download from config.json, against the heap
+//   onnxruntime-web holds after load and a generation, for q4 (expanded), q4 with
+//   expand_weights "none" and q8;
+// - a bundle past the heap (Qwen2.5-3B's config, fp16) is refused before any weight is fetched,
+//   with the figures and the dtypes that would fit; the worker loads the next bundle.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { test } from 'node:test';
+import { ROOT, launchBrowser, python } from './lib/browser.mjs';
+import { assertGreedyAgrees } from './lib/agreement.mjs';
+import { generate, loadBundle, openRuntimePage, RuntimeFailure, serveFixture } from './lib/runtime.mjs';
+import { execFileSync } from 'node:child_process';
+import { TIMEOUTS } from './lib/timeouts.mjs';
+
+const fx = serveFixture('sized_qwen_small', 'large-models');
+// The expanded weights are the kernel's own (q - zp) * scale; the GEMM's summation order differs
+// from native MatMulNBits (AVX2 blocks) and from onnxruntime-web's fp32 kernels: fp32 noise.
+const EXPANDED_VS_NATIVE = 1e-2;
+// q4f16 rounds every activation to fp16 around its MatMuls (a few fp16 ulps of a logit).
+const EXPANDED_FP16_VS_NATIVE = 0.1;
+// The fit check counts the weights and reserves the engine's own memory, the KV cache and one
+// prefill chunk; after load and a short generation the heap holds the weights and less than the
+// engine's reserve besides (docs/large-models.md). Slack for the heap's 64 KiB pages and arena.
+const FIT_SLACK = 0.03;
+
+async function onPage(body) {
+  const page = await openRuntimePage(fx.context, fx.server.url);
+  try {
+    return await body(page);
+  } catch (err) {
+    console.error(fx.logs.slice(-40).join('\n'));
+    throw err;
+  } finally {
+    await page.close();
+  }
+}
+
+for (const [dtype, tolerance] of [['q4', EXPANDED_VS_NATIVE], ['q4f16', EXPANDED_FP16_VS_NATIVE]]) {
+  test(`sized Qwen2.5-0.5B shape, ${dtype}: every MatMulNBits expanded at load, greedy tokens follow native onnxruntime on the original file`,
+    { timeout: TIMEOUTS.file }, async (t) => {
+      if (!fx.have) return t.skip('tests/fixtures/.cache/sized_qwen_small missing: make fixtures');
+      const want = fx.expected.variants[dtype];
+      await onPage(async (page) => {
+        const { info } = await loadBundle(page, `${fx.server.url}fixtures/${fx.name}/`, { ep: 'wasm', dtype });
+        const heap = info.sessions.decoder.heap;
+        assert.equal(info.sessions.decoder.file, want.file);
+        assert.ok(heap.expanded > 0 && heap.kept === 0 && heap.temp_bytes === 0, JSON.stringify(heap));
+        assert.equal(info.heap.expanded_all, true);
+        const { result } = await generate(page, { input_ids: fx.expected.prompt, options: { do_sample: false, max_new_tokens: fx.expected.steps, ignore_eos: true } });
+        assertGreedyAgrees(result.tokens, want.greedy_tokens, want.margins, tolerance, `${dtype} in Chromium`);
+      });
+    });
+}
+
+test('the fit check counted before download against the heap measured after load', { timeout: TIMEOUTS.file }, async (t) => {
+  if (!fx.have) return t.skip('tests/fixtures/.cache/sized_qwen_small missing: make fixtures');
+  const rows = [];
+  for (const [dtype, expandWeights] of [['q4', 'auto'], ['q4', 'none'], ['q8', 'auto']]) {
+    // a fresh page per load: a load after the first starts a fresh worker, so each heap is its own
+    await onPage(async (page) => {
+      const { info } = await loadBundle(page, `${fx.server.url}fixtures/${fx.name}/`, { ep: 'wasm', dtype, expandWeights });
+      await generate(page, { input_ids: fx.expected.prompt, options: { do_sample: false, max_new_tokens: 4, ignore_eos: true } });
+      const measured = (await page.evaluate(() => window.__onnxpipe.client.wasmMemory())).ort_bytes;
+      const fit = info.heap;
+      assert.equal(fit.weights_exact, false, 'the fixture holds its weights inline: counted from config.json');
+      // the weights counted before download, and what a short generation left in the heap: the
+      // weights plus the engine's own, which the fit reserves (with the KV cache at the full
+      // context and a 128-token chunk, which it did not use here)
+      const weights = fit.need_bytes - fit.kv_bytes - fit.work_bytes - fit.engine_bytes;
+      rows.push({ dtype, expandWeights, weights, measured, engine: fit.engine_bytes, over: measured - weights });
+      assert.ok(measured >= weights * (1 - FIT_SLACK) && measured <= (weights + fit.engine_bytes) * (1 + FIT_SLACK),
+        `${dtype} (${expandWeights}): ${weights} bytes of weights counted before download (+ ${fit.engine_bytes} for the engine), the heap holds ${measured}`);
+      assert.equal(info.heap.expanded_all, expandWeights !== 'none' || dtype === 'q8');
+    });
+  }
+  console.log(JSON.stringify(rows));
+});
+
+test('a bundle past the heap is refused before any weight is fetched, with its figures and what fits', { timeout: TIMEOUTS.file }, async (t) => {
+  if (!fx.have) return t.skip('tests/fixtures/.cache/sized_qwen_small missing: make fixtures');
+  const big = path.join(ROOT, 'build', 'e2e', `large-models-${process.pid}`, 'qwen2.5-3b');
+  fs.rmSync(big, { recursive: true, force: true });
+  // Qwen2.5-3B's real config.json; its weight files listed in manifest.json with the sizes
+  // transformers.js's recipes give them, but never written: fetching one would fail
+  execFileSync(python(), ['-m', 'tests.fixtures.config_only', 'qwen2.5-3b', big], {
+    cwd: ROOT, env: { ...process.env, PYTHONPATH: [path.join(ROOT, 'py'), ROOT].join(path.delimiter) } });
+  const fetched = [];
+  fx.context.on('request', (r) => { if (/qwen2\.5-3b\/onnx\//.test(r.url())) fetched.push(r.url()); });
+  await onPage(async (page) => {
+    const base = `${fx.server.url}fixtures/qwen2.5-3b/`;
+    await assert.rejects(loadBundle(page, base, { ep: 'wasm', dtype: 'fp16' }), (err) => {
+      assert.ok(err instanceof RuntimeFailure && err.kind === 'memory', String(err));
+      assert.match(err.detail, /qwen2\.5-3b dtype fp16 needs \d+\.\d\d GiB of onnxruntime-web's 4\.00 GiB WASM heap/);
+      assert.match(err.detail, /so it was not downloaded/);
+      assert.match(err.detail, /dtypes that fit: .*q4f16/);
+      return true;
+    });
+    assert.deepEqual(fetched, [], 'no weight file was requested');
+    // the worker is still usable: the small model loads and answers
+    const { info } = await loadBundle(page, `${fx.server.url}fixtures/${fx.name}/`, { ep: 'wasm', dtype: 'q4' });
+    assert.equal(info.dtype, 'q4');
+  });
+  fs.rmSync(big, { recursive: true, force: true });
+});
+
+// SwiftShader has no shader-f16 ("Program Gather requires f16 but the device does not support it"),
+// so the fp32-activation q4 file, whose MatMulNBits run on the GPU as they are
+test('WebGPU (SwiftShader) runs the real-shape q4 file as it is: MatMulNBits on the GPU, greedy tokens follow native onnxruntime', { timeout: TIMEOUTS.file }, async (t) => {
+  if (!fx.have) return t.skip('tests/fixtures/.cache/sized_qwen_small missing: make fixtures');
+  const { browser, context, offsite } = await launchBrowser({ args: ['--enable-unsafe-webgpu'] });
+  try {
+    const page = await openRuntimePage(context, fx.server.url);
+    const adapter = await page.evaluate(async () => Boolean(await navigator.gpu?.requestAdapter().catch(() => null)));
+    if (!adapter) return t.skip('no WebGPU adapter in this Chromium (even with --enable-unsafe-webgpu)');
+    const want = fx.expected.variants.q4;
+    const { info } = await loadBundle(page, `${fx.server.url}fixtures/${fx.name}/`, { ep: 'webgpu', dtype: 'q4' });
+    assert.match(info.sessions.decoder.provider, /webgpu/i);
+    assert.equal(info.sessions.decoder.heap, undefined, 'no heap plan off wasm: the weights live on the GPU');
+    assert.equal(info.heap, undefined);
+    const { result } = await generate(page, { input_ids: fx.expected.prompt, options: { do_sample: false, max_new_tokens: fx.expected.steps, ignore_eos: true } });
+    const agreed = assertGreedyAgrees(result.tokens, want.greedy_tokens, want.margins, EXPANDED_VS_NATIVE, 'q4 on WebGPU');
+    console.log(`# webgpu q4: ${agreed.agreed} of ${want.greedy_tokens.length} tokens equal native's`);
+    assert.deepEqual(offsite, [], 'requests left 127.0.0.1');
+  } finally {
+    await browser.close();
+  }
+});
