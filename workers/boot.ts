@@ -7,6 +7,7 @@ import type * as Ort from 'onnxruntime-web';
 import type { ExecutionProvider, StartupStage, ThreadChoice } from '../web/src/protocol';
 import { assets } from './assets';
 import { bridge, useOrt } from './bridge';
+import { useMainOrt } from './ort-instances';
 import { bootPython, type PyodideLike, type SnapshotUse } from './python-boot';
 import { chooseThreads } from './threads';
 
@@ -92,6 +93,7 @@ export async function bootRuntime<P extends PythonRuntime>(
   const ortModule = loadOrt(ep).then((ort) => {
     ort.env.wasm.numThreads = threads.threads;   // before its wasm starts: fixed from then on
     useOrt(ort);
+    useMainOrt(ort);
     return ort;
   });
   const ortReady = stages.time('onnxruntime', async () => {

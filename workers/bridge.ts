@@ -7,6 +7,7 @@ import type * as Ort from 'onnxruntime-web';
 
 import { GrammarEngine, storedVocabulary, storeVocabulary } from './grammar';
 import { type ExternalDataEntry, type HeapPlanWire, planExternalData } from './heap-weights';
+import { type PartSpec, PartsSession, ortInstance } from './ort-instances';
 import { phonemize } from './phonemizer';
 
 type Dtype = 'float32' | 'float16' | 'int64' | 'int32' | 'int8' | 'uint8' | 'bool';
@@ -92,6 +93,16 @@ export const bridge = {
   heapExternalData(planJson: string): Promise<ExternalDataEntry[]> {
     return planExternalData(bridge.getFile, JSON.parse(planJson) as HeapPlanWire);
   },
+  /** A session in onnxruntime-web instance ``heap`` (workers/ort-instances.ts; 0: the worker's own). */
+  async createSession(heap: number, model: Uint8Array, options: Ort.InferenceSession.SessionOptions): Promise<Ort.InferenceSession> {
+    return (await ortInstance(heap)).InferenceSession.create(model, options);
+  },
+  /** Sessions of consecutive instances run as one (heap/shards.py): part k in instance k. */
+  async partsSession(sessions: Ort.InferenceSession[], specs: PartSpec[]): Promise<PartsSession> {
+    const instances = await Promise.all(sessions.map((_, k) => ortInstance(k)));
+    return new PartsSession(sessions.map((session, k) => ({ session, ort: instances[k]!, spec: specs[k]! })));
+  },
+
   tensor(dtype: Dtype, values: number[], dims: number[]): Ort.Tensor {
     return new ort.Tensor(dtype, typed(dtype, values), dims);
   },
@@ -168,10 +179,10 @@ export const bridge = {
     return template.render(JSON.parse(contextJson) as Record<string, unknown>);
   },
   /** One session run with feeds as parallel name/value arrays: one FFI crossing each way. */
-  async run(session: Ort.InferenceSession, names: string[], values: Ort.Tensor[], outputs: string[]): Promise<Ort.Tensor[]> {
+  async run(session: Ort.InferenceSession | PartsSession, names: string[], values: Ort.Tensor[], outputs: string[]): Promise<Ort.Tensor[]> {
     const feeds: Record<string, Ort.Tensor> = {};
     for (let i = 0; i < names.length; i++) feeds[names[i]!] = values[i]!;
-    const result = await session.run(feeds, outputs);
+    const result = await (session as Ort.InferenceSession).run(feeds, outputs);
     return outputs.map((name) => result[name]!);
   },
   /** KV caches [B, H, T, D] in JavaScript memory (the wasm provider's) cut to their first

@@ -46,7 +46,7 @@ export async function load(args: ArgsOf<'load'>, call: Call, hooks: LoadHooks): 
   const dir = `/bundles/${name}`;
   const options: Record<string, unknown> = {
     dir, ep: args.ep, variant: args.variant, dtype: args.dtype, available: await availableProviders(runtime),
-    expand_weights: args.expand_weights, context_length: args.context_length,
+    expand_weights: args.expand_weights, context_length: args.context_length, heaps: args.heaps,
   };
   const write = (path: string, data: Uint8Array): void => {
     const target = `${dir}/${path}`;

@@ -96,7 +96,7 @@ const VERBS: { [V in Verb]: Handler<V> } = {
     run: async (args) => (await startRuntime(args.threads, args.ep).runtime).threadChoice,
   },
   load: {
-    takes: ['bundle_url', 'ep', 'variant', 'dtype', 'threads', 'expand_weights', 'context_length', 'cancel_buffer'],
+    takes: ['bundle_url', 'ep', 'variant', 'dtype', 'threads', 'expand_weights', 'context_length', 'heaps', 'cancel_buffer'],
     exclusive: true,
     run: async (args, call) => {
       const info = await load(args, call, { fatal: (reason) => fatal(0, reason) });

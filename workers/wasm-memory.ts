@@ -51,5 +51,5 @@ const total = (heaps: WebAssembly.Memory[]): number | null =>
 
 /** Bytes of each runtime's wasm heap now (= its peak so far); null before it exists. */
 export function wasmMemory(): WasmMemory {
-  return { ort_bytes: total(ortHeaps), python_bytes: total(pythonHeaps) };
+  return { ort_bytes: total(ortHeaps), ort_heaps: ortHeaps.map((m) => m.buffer.byteLength), python_bytes: total(pythonHeaps) };
 }

@@ -24,7 +24,7 @@ from .config.load import load_config
 from .engine.build import session_files
 from .engine.controls import tensors_from_json
 from .errors import InputError, OnnxpipeError
-from .heap.bundle_fit import check as heap_check, context_length
+from .heap.bundle_fit import check as heap_check, context_length, heaps as heaps_arg
 from .heap.fit import with_context
 from .heap.plan import EXPAND_MODES
 from .text.web import load_web_text_processor
@@ -118,13 +118,14 @@ def _heap_fit(config, backend, providers, args, sizes: dict[str, int]):
     context = context_length(args.get("context_length"), config.spec.generation.max_length)
     what = os.path.basename(os.path.normpath(args["dir"])) + (f" dtype {config.dtype}" if config.dtype else "")
     fit = heap_check(config, sizes, backend.providers, providers, args.get("variant"), context, what,
-                     backend.expand_weights)
+                     backend.expand_weights, heaps_arg(args.get("heaps")))
     if fit is None:
         return None, config
     return fit, with_context(config, fit.context)
 
 
-@verb("files_needed", "dir", "ep", "available", "variant", "dtype", "sizes", "expand_weights", "context_length")
+@verb("files_needed", "dir", "ep", "available", "variant", "dtype", "sizes", "expand_weights", "context_length",
+      "heaps")
 def files_needed(args: dict, emit, data) -> FilesNeeded:
     """The large files (models, weights) this bundle opens here, before any is fetched, and
     whether it fits the WASM heap (a HeapError, kind "memory", when it can't)."""
@@ -142,10 +143,11 @@ def files_needed(args: dict, emit, data) -> FilesNeeded:
     return FilesNeeded(files=wanted, heap=HeapFit(**fit.summary()) if fit is not None else None)
 
 
-@verb("open_bundle", "dir", "ep", "available", "variant", "dtype", "sizes", "expand_weights", "context_length")
+@verb("open_bundle", "dir", "ep", "available", "variant", "dtype", "sizes", "expand_weights", "context_length",
+      "heaps")
 def open_bundle(args: dict, emit, data) -> OpenedBundle:
     """Load the bundle written to ``dir``; args: {ep, available: [providers], variant, dtype,
-    sizes, expand_weights, context_length}."""
+    sizes, expand_weights, context_length, heaps}."""
     global _pipeline
     fs_dir = args["dir"]
     start = time.perf_counter()
@@ -155,6 +157,8 @@ def open_bundle(args: dict, emit, data) -> OpenedBundle:
     fit, config = _heap_fit(config, backend, providers, args, args.get("sizes") or {})
     if fit is not None:
         backend.heap_budget = fit.budget
+        if fit.heaps and fit.heaps > 1:   # one wasm session, spread over several heaps
+            backend.heap_parts = {s.name: fit.heaps for s in fit.sessions}
     variant = args.get("variant")
     _pipeline = Pipeline(config, backend, providers, text_loader=load_web_text_processor,
                          variant=variant, phonemizer_loader=_web_phonemizer)

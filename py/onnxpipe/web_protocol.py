@@ -42,6 +42,7 @@ class HeapInfo:
     expanded: int                  # MatMulNBits nodes opened as fp32 MatMuls (exact: heap/nbits.py)
     kept: int                      # MatMulNBits nodes left as they are
     kept_why: list[str]            # why (a budget, or what the node has that the expansion does not do)
+    heaps: int = 1                 # onnxruntime-web instances its graph is spread over (heap/shards.py)
 
 
 @dataclass
@@ -93,6 +94,7 @@ class HeapFit:
     context_length: int            # tokens the KV cache is reserved for (generation stops there)
     weights_exact: bool            # weights read from the graphs (else counted from config.json)
     expanded_all: bool             # every MatMulNBits opens expanded
+    heaps: int                     # onnxruntime-web instances (4 GiB heaps) the weights are spread over
 
 
 @dataclass

@@ -131,3 +131,22 @@ test('WebGPU (SwiftShader) runs the real-shape q4 file as it is: MatMulNBits on 
     await browser.close();
   }
 });
+
+test('a decoder spread over two heaps (heaps: 2): two onnxruntime-web instances, one part each, the same tokens', { timeout: TIMEOUTS.file }, async (t) => {
+  if (!fx.have) return t.skip('tests/fixtures/.cache/sized_qwen_small missing: make fixtures');
+  const want = fx.expected.variants.q4;
+  await onPage(async (page) => {
+    const { info } = await loadBundle(page, `${fx.server.url}fixtures/${fx.name}/`, { ep: 'wasm', dtype: 'q4', heaps: 2 });
+    assert.equal(info.heap.heaps, 2);
+    const heap = info.sessions.decoder.heap;
+    assert.equal(heap.heaps, 2, JSON.stringify(heap));
+    assert.ok(heap.expanded > 0 && heap.kept === 0, JSON.stringify(heap));
+    const memory = await page.evaluate(() => window.__onnxpipe.client.wasmMemory());
+    assert.equal(memory.ort_heaps.length, 2, `onnxruntime-web heaps: ${JSON.stringify(memory.ort_heaps)}`);
+    const { result } = await generate(page, { input_ids: fx.expected.prompt, options: { do_sample: false, max_new_tokens: fx.expected.steps, ignore_eos: true } });
+    assertGreedyAgrees(result.tokens, want.greedy_tokens, want.margins, EXPANDED_VS_NATIVE, 'q4 over two heaps');
+    // a conversation goes on in both parts' caches: a second turn continues from the kept state
+    const again = await generate(page, { input_ids: fx.expected.prompt, options: { do_sample: false, max_new_tokens: 4, ignore_eos: true } });
+    assert.equal(again.result.tokens.length, 4);
+  });
+});

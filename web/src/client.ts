@@ -24,6 +24,7 @@ export interface LoadOptions {
   // wasm: MatMulNBits weights expanded to fp32 at load ('auto': as far as the heap allows; docs/large-models.md)
   expandWeights?: 'auto' | 'all' | 'none';
   contextLength?: number; // tokens of KV cache reserved in the heap (default min(max_length, 4096))
+  heaps?: 'auto' | number; // wasm: onnxruntime-web instances (4 GiB heaps each) to spread a decoder over
   onProgress?: (event: ProgressEvent) => void;
 }
 
@@ -172,7 +173,7 @@ export class RuntimeClient {
     this.loads++;
     const info = await this.runtime.call('load', {
       bundle_url: bundleUrl, ep: options.ep, variant: options.variant, dtype: options.dtype, threads: options.threads,
-      expand_weights: options.expandWeights, context_length: options.contextLength,
+      expand_weights: options.expandWeights, context_length: options.contextLength, heaps: options.heaps,
       cancel_buffer: this.cancelFlag?.buffer as SharedArrayBuffer | undefined,
     }, { onEvent: ({ data }) => options.onProgress?.(data) }, true);
     for (const listener of this.loadedListeners) listener();

@@ -175,6 +175,7 @@ export interface HeapInfo {
   expanded: number; // MatMulNBits nodes opened as fp32 MatMuls (exact)
   kept: number; // MatMulNBits nodes left as they are
   kept_why: string[]; // why: the heap budget, or what such a node has that the expansion does not do
+  heaps: number; // onnxruntime-web instances the graph is spread over, in consecutive parts
 }
 
 export interface SessionInfo {
@@ -224,6 +225,7 @@ export interface HeapFit {
   context_length: number; // tokens the KV cache is reserved for: prompt + reply stop there
   weights_exact: boolean; // weights read from the graphs (else counted from config.json)
   expanded_all: boolean; // every MatMulNBits opens expanded
+  heaps: number; // onnxruntime-web instances (4 GiB heaps each) the weights are spread over
 }
 
 export interface FilesNeeded {
@@ -432,7 +434,8 @@ export interface RunOutput {
 /** Bytes of the worker's WebAssembly heaps now; a wasm heap never shrinks, so this is its peak
  * so far. null: that runtime has not started yet. */
 export interface WasmMemory {
-  ort_bytes: number | null; // onnxruntime-web's heap (model weights, tensors)
+  ort_bytes: number | null; // onnxruntime-web's heaps, summed (model weights, tensors)
+  ort_heaps: number[]; // each onnxruntime-web instance's heap (more than one: a decoder spread over heaps)
   python_bytes: number | null; // Pyodide's heap
 }
 
@@ -472,6 +475,9 @@ export interface Verbs {
       // the default), 'all' or 'none' (as stored: ~10x slower; docs/large-models.md)
       expand_weights?: 'auto' | 'all' | 'none';
       context_length?: number; // tokens of KV cache to reserve (default min(max_length, 4096)); prompt + reply stop there
+      // wasm: onnxruntime-web instances (4 GiB heaps each) to spread a decoder over, or 'auto' (the
+      // default): the fewest of 1 or 2 that hold its weights expanded (docs/large-models.md)
+      heaps?: 'auto' | number;
       threads?: number; // WASM threads, fixed by the first load of a worker
       cancel_buffer?: SharedArrayBuffer; // 4 bytes the page sets to 1 on cancel (isolated pages)
     };

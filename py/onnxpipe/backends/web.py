@@ -23,7 +23,7 @@ import ort  # type: ignore[import-not-found]  (onnxruntime-web, registered by th
 from pyodide.ffi import JsException, run_sync, to_js  # type: ignore[import-not-found]
 
 from ..errors import EngineError
-from ..heap.plan import plan_file
+from ..heap.plan import plan_file, plan_parts
 from ..onnx_info import BlockSource
 from . import half
 from .web_options import web_session_options
@@ -91,6 +91,7 @@ class WebBackend:
         self.expand_weights = expand_weights   # heap/plan.py: "auto", "all" or "none"
         self.heap_budget = heap_budget         # heap bytes the weights of all wasm sessions may take
         self.heap: dict[str, dict] = {}        # wasm session -> its heap plan's summary
+        self.heap_parts: dict[str, int] = {}   # session -> the heaps to spread it over (heap/shards.py)
         self._graphs: dict[tuple[str, str], WebSession] = {}
         self._name_arrays: dict[tuple[str, ...], Any] = {}
 
@@ -114,38 +115,70 @@ class WebBackend:
         else:   # declared paths are bundle-relative; the model names them relative to itself
             external_data = [f.replace(os.sep, "/") for f in external_data]
         if provider == "wasm":   # through a heap plan: weights outside the graph, MatMulNBits expanded
-            sess = self._open_planned(name, rel, opts)
-        else:
-            if external_data:
-                opts["externalData"] = [
-                    {"path": posixpath.relpath(f, data_dir or "."), "data": onnxpipe_js.getFile(f)}
-                    for f in external_data]
-            sess = self._create(name, onnxpipe_js.getFile(rel), opts)
+            sess, inputs, outputs = self._open_planned(name, rel, opts)
+            return WebSession(name, provider, inputs, outputs, sess, path)
+        if external_data:
+            opts["externalData"] = [
+                {"path": posixpath.relpath(f, data_dir or "."), "data": onnxpipe_js.getFile(f)}
+                for f in external_data]
+        sess = self._create(name, onnxpipe_js.getFile(rel), opts)
         inputs = _infos(getattr(sess, "inputMetadata", None), list(sess.inputNames))
         outputs = _infos(getattr(sess, "outputMetadata", None), list(sess.outputNames))
         return WebSession(name, provider, inputs, outputs, sess, path)
 
     def _open_planned(self, name: str, rel: str, opts: dict):
         """Open ``rel`` from its heap plan (heap/plan.py): the edited graph, its weights mounted
-        as slices of the bundle's files, the expanded ones made by the worker (workers/heap-weights.ts)."""
+        as slices of the bundle's files, the expanded ones made by the worker
+        (workers/heap-weights.ts); spread over ``heap_parts[name]`` onnxruntime-web instances
+        (heap/shards.py, workers/ort-instances.ts) when one heap can't hold it expanded.
+        Returns (session, inputs, outputs)."""
         js_file = JsFileSource(rel)
+        source = BlockSource(js_file.read, js_file.size)
+        parts = self.heap_parts.get(name, 1)
         used = sum(h["weight_bytes"] for h in self.heap.values())
         budget = None if self.heap_budget is None else max(0, self.heap_budget - used)
-        plan = plan_file(BlockSource(js_file.read, js_file.size), rel, self.expand_weights, budget)
-        wire = {"mounts": {k: {"file": v.file, "start": v.start, "end": v.end} for k, v in plan.mounts.items()},
-                "materialize": plan.materialize}
-        try:
-            opts["externalData"] = run_sync(onnxpipe_js.heapExternalData(json.dumps(wire)))
-        except JsException as exc:
-            raise EngineError(f'session "{name}": could not make its weights for the heap: {exc}') from None
+        if parts > 1:
+            plans = plan_parts(source, rel, parts, self.expand_weights, [budget] * parts)
+            if isinstance(plans, str):
+                raise EngineError(f'session "{name}": it needs {parts} WASM heaps, but its graph can\'t be '
+                                  f"split: {plans}; load it with heaps 1")
+        else:
+            plans = [plan_file(source, rel, self.expand_weights, budget)]
         # packed copies of the MatMul weights would double them in the heap, and one-row (decode)
         # GEMMs run as fast from the plain ones (docs/large-models.md); a bundle may still ask
         opts.setdefault("extra", {}).setdefault("session.disable_prepacking", "1")
+        sessions = [self._create_in_heap(name, k, plan, dict(opts)) for k, plan in enumerate(plans)]
+        # the caller sees the whole graph's I/O: not the values one part hands the next
+        handed = {v for plan in plans if plan.part is not None for v in plan.part.dtypes}
+        internal = {v for plan in plans if plan.part is not None for v in plan.part.internal}
+        inputs, outputs = {}, {}
+        for sess in sessions:
+            inputs.update((k, v) for k, v in _infos(sess.inputMetadata, list(sess.inputNames)).items() if k not in handed)
+            outputs.update((k, v) for k, v in _infos(sess.outputMetadata, list(sess.outputNames)).items() if k not in internal)
+        summary = {key: sum(p.summary()[key] for p in plans) for key in ("weight_bytes", "temp_bytes", "expanded", "kept")}
+        summary["temp_bytes"] = max(p.temp_bytes for p in plans)
+        summary["kept_why"] = sorted({why for p in plans for why in p.summary()["kept_why"]})
+        summary["heaps"] = len(plans)
+        self.heap[name] = summary
+        if len(sessions) == 1:
+            return sessions[0], inputs, outputs
+        specs = [{"inputs": list(p.part.inputs), "outputs": list(p.part.outputs)} for p in plans]
+        return run_sync(onnxpipe_js.partsSession(to_js(sessions), _js(specs))), inputs, outputs
+
+    def _create_in_heap(self, name: str, heap: int, plan, opts: dict):
+        wire = {"mounts": {k: {"file": v.file, "start": v.start, "end": v.end} for k, v in plan.mounts.items()},
+                "materialize": plan.materialize}
+        where = f'session "{name}"' + (f" (part {heap + 1})" if plan.part is not None else "")
+        try:
+            opts["externalData"] = run_sync(onnxpipe_js.heapExternalData(json.dumps(wire)))
+        except JsException as exc:
+            raise EngineError(f"{where}: could not make its weights for the heap: {exc}") from None
         model = js.Uint8Array.new(len(plan.model))
         model.assign(plan.model)
-        sess = self._create(name, model, opts)
-        self.heap[name] = plan.summary()
-        return sess
+        try:
+            return run_sync(onnxpipe_js.createSession(heap, model, _js(opts)))
+        except JsException as exc:
+            raise EngineError(f"{where}: onnxruntime-web could not open it: {exc}") from None
 
     def model_reader(self, path: str):
         rel = os.path.relpath(path, self.bundle_dir).replace(os.sep, "/")

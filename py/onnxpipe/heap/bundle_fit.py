@@ -8,7 +8,7 @@ import os
 from ..config.load import load_config
 from ..engine.build import choose_provider
 from ..errors import InputError
-from .fit import DEFAULT_CONTEXT, Fit, estimate, refusal
+from .fit import DEFAULT_CONTEXT, MAX_HEAPS, Fit, estimate, refusal
 
 MAX_CONTEXT = 1 << 20
 
@@ -21,6 +21,16 @@ def context_length(value, max_length: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_CONTEXT:
         raise InputError(f"context_length: expected a number of tokens from 1 to {MAX_CONTEXT}, found {value!r}")
     return min(value, max_length)
+
+
+def heaps(value) -> int | None:
+    """A load's heaps: "auto" (None: the fewest of 1 or 2 that hold the weights expanded) or the
+    number of onnxruntime-web instances (4 GiB heaps each) to spread a decoder over."""
+    if value is None or value == "auto":
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_HEAPS:
+        raise InputError(f'heaps: expected "auto" or a number of WASM heaps from 1 to {MAX_HEAPS}, found {value!r}')
+    return value
 
 
 def wasm_sessions(config, available, providers, variant) -> dict[str, tuple[str, list[str]]]:
@@ -41,19 +51,19 @@ def wasm_sessions(config, available, providers, variant) -> dict[str, tuple[str,
 
 
 def bundle_fit(config, sizes: dict[str, int], available, providers, variant, context,
-               expand: str = "auto") -> Fit | None:
+               expand: str = "auto", heaps: int | None = None) -> Fit | None:
     """The heap the bundle's wasm sessions need, or None when none runs on wasm."""
     sessions = wasm_sessions(config, available, providers, variant)
     if not sessions:
         return None
-    return estimate(config, sessions, config.bundle_dir, sizes, context, expand)
+    return estimate(config, sessions, config.bundle_dir, sizes, context, expand, heaps)
 
 
 def check(config, sizes: dict[str, int], available, providers, variant, context, what: str,
-          expand: str = "auto") -> Fit | None:
+          expand: str = "auto", heaps: int | None = None) -> Fit | None:
     """``bundle_fit``, refused (HeapError) when even the least it needs is past the heap; the
     refusal names the folder's dtypes that would fit."""
-    fit = bundle_fit(config, sizes, available, providers, variant, context, expand)
+    fit = bundle_fit(config, sizes, available, providers, variant, context, expand, heaps)
     if fit is None or fit.fits:
         return fit
     others = {}
@@ -61,7 +71,7 @@ def check(config, sizes: dict[str, int], available, providers, variant, context,
         if dtype == config.dtype:
             continue
         other = bundle_fit(load_config(config.bundle_dir, dtype=dtype), sizes, available, providers, variant,
-                           context, expand)
+                           context, expand, heaps)
         if other is not None:
             others[dtype] = other
     raise refusal(fit, what, others)

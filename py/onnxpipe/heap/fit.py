@@ -31,6 +31,9 @@ GiB = 1 << 30
 HEAP_LIMIT = 4 * GiB          # onnxruntime-web's wasm32 heap: 65536 pages of 64 KiB
 ENGINE_BYTES = 96 << 20       # the engine's own heap use besides the weights (measured ~80 MiB)
 DEFAULT_CONTEXT = 4096        # tokens of KV cache a load reserves unless it asks otherwise
+DEFAULT_HEAPS = 2             # heaps "auto" may spread a decoder over (onnxruntime-web instances, heap/shards.py)
+MAX_HEAPS = 4
+SPREAD_SLACK = 0.05           # parts are cut at layers: one may hold this much more than the mean
 # bytes per stored weight of a transformers.js dtype: (embedding table, MatMul weight as stored,
 # MatMul weight in the heap when expanded / widened, MatMulNBits?)
 RECIPES = {
@@ -132,42 +135,81 @@ class Fit:
     limit: int = HEAP_LIMIT
     engine: int = ENGINE_BYTES
     expand: str = "auto"     # the load's expand_weights (heap/plan.py)
+    heaps_asked: int | None = 1   # the load's heaps: that many onnxruntime-web instances, or None: "auto"
 
     @property
-    def reserve(self) -> int:
-        return self.kv + self.work + self.engine
+    def spread(self) -> int:
+        """Heaps the weights may be spread over: parts of one graph (heap/shards.py), so only a
+        bundle with a single wasm session; "auto" spreads over DEFAULT_HEAPS at most."""
+        if len(self.sessions) != 1:
+            return 1
+        return DEFAULT_HEAPS if self.heaps_asked is None else self.heaps_asked
+
+    def _heaps_for(self, weights: int) -> int | None:
+        first = 1 if self.heaps_asked is None or len(self.sessions) != 1 else self.spread
+        for heaps in range(first, self.spread + 1):
+            # each heap holds the engine's own and a chunk's working memory; parts are cut at
+            # layers, so one may come out a little fuller than the mean
+            room = heaps * self.limit * (1 if heaps == 1 else 1 - SPREAD_SLACK)
+            if weights + self.kv + heaps * (self.engine + self.work) <= room:
+                return heaps
+        return None
 
     @property
-    def budget(self) -> int:
-        """Heap bytes the weights may take (what the plan expands within)."""
-        return self.limit - self.reserve
+    def weights_full(self) -> int:
+        return sum(s.full for s in self.sessions)
 
     @property
-    def full(self) -> int:
-        return self.reserve + sum(s.full for s in self.sessions)
+    def weights_least(self) -> int:
+        return sum(s.least for s in self.sessions)
 
     @property
-    def least(self) -> int:
-        return self.reserve + sum(s.least for s in self.sessions)
+    def heaps_full(self) -> int | None:
+        return None if self.expand == "none" else self._heaps_for(self.weights_full)
+
+    @property
+    def heaps(self) -> int | None:
+        """The heaps the load opens in (None: it can't fit)."""
+        if self.expand == "all":
+            return self.heaps_full
+        full = self.heaps_full
+        return full if full is not None else self._heaps_for(self.weights_least)
 
     @property
     def fits(self) -> bool:
-        """The load can open: "all" needs every MatMulNBits expanded, the others the least."""
-        return (self.full if self.expand == "all" else self.least) <= self.limit
+        return self.heaps is not None
 
     @property
     def fits_full(self) -> bool:
-        return self.expand != "none" and self.full <= self.limit
+        return self.heaps is not None and self.heaps == self.heaps_full
 
     @property
     def need(self) -> int:
-        return self.full if self.fits_full or self.expand == "all" else self.least
+        """Heap bytes the load takes over all its heaps (the least, when nothing fits)."""
+        heaps = self.heaps or self.spread
+        weights = self.weights_full if self.fits_full or self.expand == "all" else self.weights_least
+        return weights + self.kv + heaps * (self.engine + self.work)
+
+    @property
+    def budget(self) -> int:
+        """Heap bytes the weights may take in each heap (what each plan expands within)."""
+        heaps = self.heaps or 1
+        return self.limit - self.engine - self.work - self.kv // heaps
+
+    @property
+    def full(self) -> int:
+        return self.weights_full + self.kv + self.engine + self.work
+
+    @property
+    def least(self) -> int:
+        return self.weights_least + self.kv + self.engine + self.work
 
     def summary(self) -> dict:
         return {"limit_bytes": self.limit, "need_bytes": self.need,
                 "full_bytes": self.full, "least_bytes": self.least, "kv_bytes": self.kv,
                 "work_bytes": self.work, "engine_bytes": self.engine, "context_length": self.context,
-                "weights_exact": all(s.exact for s in self.sessions), "expanded_all": self.fits_full}
+                "weights_exact": all(s.exact for s in self.sessions), "expanded_all": self.fits_full,
+                "heaps": self.heaps or 0}
 
 
 def gb(n: int) -> str:
@@ -199,7 +241,7 @@ def _config_need(name: str, rel: str, stored: int, shape: Shape | None, dtype: s
 
 
 def estimate(config, sessions: dict[str, tuple[str, list[str]]], fs_dir: str, sizes: dict[str, int],
-             context: int, expand: str = "auto") -> Fit:
+             context: int, expand: str = "auto", heaps: int | None = 1) -> Fit:
     """The heap ``config``'s sessions need (``sessions``: name -> (model file, data files), all
     bundle-relative; ``sizes``: bytes of each bundle file) with the KV cache at ``context``."""
     shape = shape_of(fs_dir)
@@ -219,7 +261,7 @@ def estimate(config, sessions: dict[str, tuple[str, list[str]]], fs_dir: str, si
         chunk = min(PREFILL_CHUNK, context)
         work = (chunk * shape.vocab * 4 + chunk * shape.heads * context * 4
                 + 3 * chunk * ((shape.intermediate or 4 * shape.hidden) + shape.hidden) * 4)
-    return Fit(needs, context, kv, work, expand=expand)
+    return Fit(needs, context, kv, work, expand=expand, heaps_asked=heaps)
 
 
 def _dtype_opened(config, sessions) -> str | None:
@@ -232,16 +274,20 @@ def _dtype_opened(config, sessions) -> str | None:
 
 def refusal(fit: Fit, what: str, others: dict[str, Fit]) -> HeapError:
     """The error for a ``fit`` that does not fit, with what would (``others``: dtype -> Fit)."""
-    weights = sum(s.full if fit.expand == "all" else s.least for s in fit.sessions)
+    weights = fit.weights_full if fit.expand == "all" else fit.weights_least
+    heaps = fit.spread
     parts = [f"weights {gb(weights)}" + ("" if all(s.exact for s in fit.sessions) else " (from config.json)"),
-             f"KV cache {gb(fit.kv)} at {fit.context} tokens", f"working memory {gb(fit.work + fit.engine)}"]
-    fitting = [f"{d} ({gb(o.full if o.fits_full else o.least)})" for d, o in others.items() if o.fits]
+             f"KV cache {gb(fit.kv)} at {fit.context} tokens",
+             f"working memory {gb(heaps * (fit.work + fit.engine))}"]
+    fitting = [f"{d} ({gb(o.need)}{f' in {o.heaps} heaps' if o.heaps > 1 else ''})" for d, o in others.items() if o.fits]
     hint = (f"dtypes that fit: {', '.join(fitting)}" if fitting else "no dtype of it fits")
     least = "" if fit.expand == "all" else " at the least"
+    room = f"{gb(fit.limit)} WASM heap" if heaps == 1 else f"{heaps} WASM heaps of {gb(fit.limit)}"
     also = ", with expand_weights \"auto\"" if fit.expand == "all" else ""
-    return HeapError(f"{what} needs {gb(fit.need)} of onnxruntime-web's {gb(fit.limit)} WASM heap{least} "
+    more = " spread over more heaps (heaps)," if heaps < MAX_HEAPS and len(fit.sessions) == 1 else ""
+    return HeapError(f"{what} needs {gb(fit.need)}{least}, more than onnxruntime-web's {room} hold "
                      f"({'; '.join(parts)}), so it was not downloaded. {hint}; or load it{also} with a "
-                     f"shorter context_length, or on webgpu (its weights then live on the GPU)")
+                     f"shorter context_length,{more} or on webgpu (its weights then live on the GPU)")
 
 
 def with_context(config, context: int):

@@ -180,18 +180,33 @@ class _Chunks:
         return where, mounts
 
 
+@dataclass(frozen=True)
+class Subgraph:
+    """The part of a graph one session runs (heap/shards.py): the nodes kept (by first output),
+    the graph inputs and outputs it has, and the element type of the ones it adds."""
+
+    keep: frozenset[str]
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    dtypes: dict[str, str] = field(default_factory=dict, hash=False)   # of the values parts hand on
+    internal: frozenset[str] = frozenset()   # values handed between parts that the whole graph does not output
+
+
 def edit_model(source, model_file: str, replace: dict[str, list[bytes]] | None = None,
                add: list[NewTensor] = (), drop: set[str] = frozenset(),
-               chunk_bytes: int = CHUNK_BYTES) -> EditedModel:
+               chunk_bytes: int = CHUNK_BYTES, part: Subgraph | None = None) -> EditedModel:
     """The model behind ``source`` (``size``, ``read(offset, n)``; bundle path ``model_file``)
     with every weight external, the nodes whose first output is a key of ``replace`` replaced
     by the encoded NodeProtos given, ``add`` appended and the initializers in ``drop`` left out.
-    Nodes inside subgraphs (an If's branches) are replaced too."""
+    Nodes inside subgraphs (an If's branches) are replaced too. ``part``: only those nodes, the
+    weights they read, and those inputs and outputs."""
     replace = replace or {}
     root = Span(source, 0, source.size)
     graphs = [value for num, wire, value in fields(root) if num == 7 and wire == LEN]
     if len(graphs) != 1:
         raise BundleError(f"{model_file}: not an ONNX model (expected one graph, found {len(graphs)})")
+    if part is not None:
+        drop = set(drop) | _unread(graphs[0], part)
     weights: list[Weight] = []
     _collect(graphs[0], model_file, drop, weights)
     where, mounts = _Chunks(chunk_bytes).assign([w for w in weights if not w.stays_in_graph])
@@ -199,7 +214,7 @@ def edit_model(source, model_file: str, replace: dict[str, list[bytes]] | None =
     out = bytearray()
     for num, wire, value, start, end in extents(root):
         if num == 7 and wire == LEN:
-            out += len_field(7, _graph(value, replace, drop, where, add))
+            out += len_field(7, _graph(value, replace, drop, where, add, part=part))
         else:
             out += source.read(start, end - start)
     for t in add:
@@ -227,9 +242,50 @@ def _subgraphs(node: Span) -> list[Span]:
     return found
 
 
-def _graph(span: Span, replace, drop, where, add, top: bool = True) -> bytes:
+def _unread(graph: Span, part: Subgraph) -> set[str]:
+    """Initializers no node of ``part`` reads."""
+    read: set[str] = set()
+    names: set[str] = set()
+    for num, wire, value in fields(graph):
+        if num == 1 and wire == LEN:
+            node = value.message()
+            outputs = [v.text() for n, w, v in fields(node) if n == 2 and w == LEN]
+            if outputs and outputs[0] in part.keep:
+                read.update(v.text() for n, w, v in fields(node) if n == 1 and w == LEN)
+        elif num == 5 and wire == LEN:
+            names.add(_name_of(value))
+    return names - read
+
+
+def _value_name(span: Span) -> str:
+    """A ValueInfoProto's name (field 1)."""
+    for num, wire, value in fields(span):
+        if num == 1 and wire == LEN:
+            return value.text()
+    return ""
+
+
+def _typed_value(name: str, dtype: str) -> bytes:
+    """A ValueInfoProto of a tensor of ``dtype`` and unknown shape."""
+    return len_field(1, name) + len_field(2, len_field(1, int_field(1, _code(dtype))))
+
+
+def _graph(span: Span, replace, drop, where, add, top: bool = True, part: Subgraph | None = None) -> bytes:
     out = bytearray()
+    seen_io: set[str] = set()
     for num, wire, value, start, end in extents(span):
+        if part is not None and num in (1, 11, 12, 13) and wire == LEN:
+            if num == 13:
+                continue   # shape hints: optional, and some name values that are inputs here
+            name = _value_name(value) if num != 1 else None
+            if num == 1:
+                outs = [v.text() for n, w, v in fields(value.message()) if n == 2 and w == LEN]
+                if not outs or outs[0] not in part.keep:
+                    continue
+            elif name not in (part.inputs if num == 11 else part.outputs):
+                continue
+            else:
+                seen_io.add(name)
         if num == 1 and wire == LEN:
             out += _node_field(value, start, end, replace, drop, where, add)
         elif num == 5 and wire == LEN:
@@ -245,6 +301,13 @@ def _graph(span: Span, replace, drop, where, add, top: bool = True) -> bytes:
                 out += span.source.read(start, end - start)
         else:
             out += span.source.read(start, end - start)
+    if part is not None:
+        for name in part.inputs:
+            if name not in seen_io:
+                out += len_field(11, _typed_value(name, part.dtypes[name]))
+        for name in part.outputs:
+            if name not in seen_io:
+                out += len_field(12, _typed_value(name, part.dtypes[name]))
     if top:
         for t in add:
             header = b"".join(int_field(1, d) for d in t.dims) + int_field(2, _code(t.dtype)) + len_field(8, t.name)

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from ..errors import InputError
 from ..onnx_info.model import parse_model
 from ..onnx_info.wire import LEN, Span, fields
-from . import nbits
-from .graph_edit import CHUNK_BYTES, EditedModel, Slice, Weight, edit_model, read_weight
+from . import nbits, shards
+from .graph_edit import CHUNK_BYTES, EditedModel, Slice, Subgraph, Weight, edit_model, read_weight
 
 EXPAND_MODES = ("auto", "all", "none")
 
@@ -31,6 +31,7 @@ class HeapPlan:
     kept: dict[str, str] = field(default_factory=dict)       # MatMulNBits output -> why it stays
     temp_bytes: int = 0      # the largest buffer a kept MatMulNBits allocates per call
     widened_bytes: int = 0   # fp16 MatMul weights the engine adds an fp32 copy of (and drops the fp16)
+    part: Subgraph | None = None   # the part of the graph this plan opens (heap/shards.py), None: all
 
     @property
     def model(self) -> bytes:
@@ -80,39 +81,78 @@ def weights_of(source, model_file: str) -> dict[str, Weight]:
 def plan_file(source, model_file: str, expand: str = "auto", budget: int | None = None,
               chunk_bytes: int = CHUNK_BYTES) -> HeapPlan:
     """The heap plan of the model behind ``source`` (bundle path ``model_file``)."""
-    if expand not in EXPAND_MODES:
-        raise InputError(f'expand_weights: expected one of {", ".join(EXPAND_MODES)}, found {expand!r}')
+    _check_expand(expand)
+    info = parse_model(Span(source, 0, source.size))
+    return _plan(source, model_file, info, weights_of(source, model_file), expand, budget, chunk_bytes)
+
+
+def plan_parts(source, model_file: str, parts: int, expand: str = "auto", budgets: list[int] | None = None,
+               chunk_bytes: int = CHUNK_BYTES) -> list[HeapPlan] | str:
+    """The model as ``parts`` consecutive graphs, one heap each (heap/shards.py), each with its
+    own plan (``budgets[k]`` for part k); or why it can't be split. The graph's outputs mark the
+    layers in the order their producers run, the last one (the logits) ending the graph."""
+    _check_expand(expand)
     info = parse_model(Span(source, 0, source.size))
     weights = weights_of(source, model_file)
-    found = nbits.find(info.graph, weights)
+    g = info.graph
+    producer = {o: i for i, n in enumerate(g.nodes) for o in n.outputs if o}
+    ordered = sorted((o for o in g.outputs if o in producer), key=lambda o: producer[o])
+    # balanced by what the weights take in the heap: MatMulNBits blocks as the fp32 they expand to
+    expanded = {nb.b.name: nb.expanded_bytes for nb in nbits.find(g, weights) if nb.why_not is None}
+    split = shards.split(g, weights, parts, ordered[:-1], expanded if expand != "none" else None)
+    if isinstance(split, str):
+        return split
+    dtypes = {name: dtype for part in split for name, dtype in part.handed.items()}
+    internal = frozenset(dtypes) - set(g.outputs)
+    plans = []
+    for k, part in enumerate(split):
+        sub = Subgraph(frozenset(part.keep), tuple(part.inputs), tuple(part.outputs), dtypes, internal)
+        plans.append(_plan(source, model_file, info, weights, expand, budgets[k] if budgets else None,
+                           chunk_bytes, sub))
+    return plans
+
+
+def _check_expand(expand: str) -> None:
+    if expand not in EXPAND_MODES:
+        raise InputError(f'expand_weights: expected one of {", ".join(EXPAND_MODES)}, found {expand!r}')
+
+
+def _plan(source, model_file: str, info, weights: dict[str, Weight], expand: str, budget: int | None,
+          chunk_bytes: int, part: Subgraph | None = None) -> HeapPlan:
+    nodes = info.graph.flattened().nodes
+    if part is not None:
+        nodes = [n for n in nodes if n.outputs and n.outputs[0] in part.keep]
+        read = {v for n in nodes for v in n.inputs}
+        weights = {k: w for k, w in weights.items() if k in read}
+    found = [nb for nb in nbits.find(info.graph, weights) if part is None or nb.output in part.keep]
     uses: dict[str, int] = {}
-    for node in info.graph.flattened().nodes:
+    for node in nodes:
         for name in set(node.inputs):
             uses[name] = uses.get(name, 0) + 1
     candidates = [nb for nb in found if nb.why_not is None]
     chosen = _choose(candidates, weights, found, expand, budget)
     replace, add, drop, specs = {}, [], set(), []
     for i, nb in enumerate(chosen):
-        nodes, tensor, spec = nbits.expansion(nb, f"onnxpipe-weights/expanded-{i}.bin")
-        replace[nb.output] = nodes
+        encoded, tensor, spec = nbits.expansion(nb, f"onnxpipe-weights/expanded-{i}.bin")
+        replace[nb.output] = encoded
         add.append(tensor)
         specs.append(spec)
         for w in (nb.b, nb.scales, nb.zero_points):
             if w is not None and uses.get(w.name, 0) <= 1:
                 drop.add(w.name)
-    edited = edit_model(source, model_file, replace, add, drop, chunk_bytes)
+    edited = edit_model(source, model_file, replace, add, drop, chunk_bytes, part)
     chosen_out = {nb.output for nb in chosen}
     kept = {nb.output: (nb.why_not or ("the heap budget" if expand == "auto" else "expand_weights none"))
             for nb in found if nb.output not in chosen_out}
     temp = max((nb.expanded_bytes for nb in found if nb.output not in chosen_out), default=0)
-    widened = sum(weights[name].nbytes for name in _float16_matmul_weights(info.graph, weights))
-    return HeapPlan(model_file, edited, specs, [nb.output for nb in chosen], kept, temp, widened)
+    widened = sum(weights[name].nbytes for name in _float16_matmul_weights(nodes, weights))
+    return HeapPlan(model_file, edited, specs, [nb.output for nb in chosen], kept, temp, widened, part)
 
 
-def _float16_matmul_weights(graph, weights: dict[str, Weight]) -> set[str]:
+def _float16_matmul_weights(nodes, weights: dict[str, Weight]) -> set[str]:
     """fp16 initializers a MatMul or Gemm reads: onnxruntime's CPU kernels compute them in
     fp32, from an fp32 copy the session makes at load."""
-    return {n.inputs[1] for n in graph.flattened().nodes
+    return {n.inputs[1] for n in nodes
             if n.op_type in ("MatMul", "Gemm") and not n.domain and len(n.inputs) > 1
             and n.inputs[1] in weights and weights[n.inputs[1]].dtype == "float16"}
 

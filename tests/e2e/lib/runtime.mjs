@@ -42,19 +42,19 @@ export async function openRuntimePage(context, baseUrl, { timeout = TIMEOUTS.pag
  * client.load(bundleUrl, {ep, variant, dtype, threads, expandWeights, contextLength}) in the page. Resolves to {info, progress, wallMs};
  * progress is the list of {phase, file} events seen. Throws RuntimeFailure on a worker error.
  */
-export async function loadBundle(page, bundleUrl, { ep, variant, dtype, threads, expandWeights, contextLength, timeout = TIMEOUTS.load } = {}) {
+export async function loadBundle(page, bundleUrl, { ep, variant, dtype, threads, expandWeights, contextLength, heaps, timeout = TIMEOUTS.load } = {}) {
   const reply = await withTimeout(
-    page.evaluate(async ({ url, ep, variant, dtype, threads, expandWeights, contextLength }) => {
+    page.evaluate(async ({ url, ep, variant, dtype, threads, expandWeights, contextLength, heaps }) => {
       const client = window.__onnxpipe.client;
       const progress = [];
       const t0 = performance.now();
       try {
-        const info = await client.load(url, { ep, variant, dtype, threads, expandWeights, contextLength, onProgress: (e) => progress.push({ phase: e.phase, file: e.file }) });
+        const info = await client.load(url, { ep, variant, dtype, threads, expandWeights, contextLength, heaps, onProgress: (e) => progress.push({ phase: e.phase, file: e.file }) });
         return { info, progress, wallMs: performance.now() - t0 };
       } catch (e) {
         return { error: { kind: e?.kind ?? 'internal', message: String(e?.message ?? e) } };
       }
-    }, { url: bundleUrl, ep, variant, dtype, threads, expandWeights, contextLength }),
+    }, { url: bundleUrl, ep, variant, dtype, threads, expandWeights, contextLength, heaps }),
     timeout, `load ${bundleUrl}`);
   if (reply.error) throw new RuntimeFailure(reply.error.kind, reply.error.message);
   return reply;

@@ -57,19 +57,40 @@ def test_a_bundle_past_the_heap_is_refused_with_its_figures_and_what_fits(tmp_pa
     message = str(err.value)
     assert err.value.kind == "memory"
     assert "qwen2.5-3b dtype fp16 needs" in message and "so it was not downloaded" in message
-    assert "4.00 GiB WASM heap" in message and "KV cache 0.28 GiB at 4096 tokens" in message
+    assert "more than onnxruntime-web's 2 WASM heaps of 4.00 GiB hold" in message
+    assert "KV cache 0.28 GiB at 4096 tokens" in message
     assert "(from config.json)" in message
     fitting = message.split("dtypes that fit: ")[1].split(";")[0]
     assert "q4f16" in fitting and "q8" in fitting and "fp16" not in fitting
 
 
+def test_one_heap_or_two(tmp_path):
+    """Qwen2.5-1.5B's q4f16 file: as stored it fits one heap; expanded to fp32 (fast) it takes two."""
+    folder, sizes = _config_only_folder(tmp_path, "qwen2.5-1.5b")
+    config = load_config(str(folder), dtype="q4f16")
+    one = bundle_fit.check(config, sizes, ("wasm",), ["wasm"], None, 4096, "q4f16", heaps=1)
+    assert one.heaps == 1 and one.fits and not one.fits_full
+    two = bundle_fit.check(config, sizes, ("wasm",), ["wasm"], None, 4096, "q4f16")   # "auto"
+    assert two.heaps == 2 and two.fits_full and two.summary()["heaps"] == 2
+    assert two.budget < 4 * GiB and two.need > 4 * GiB
+    # its fp16 file only fits spread over two heaps, and with expand_weights "none" q4f16 in one
+    fp16 = bundle_fit.check(load_config(str(folder), dtype="fp16"), sizes, ("wasm",), ["wasm"], None, 4096, "fp16")
+    assert fp16.heaps == 2
+    assert bundle_fit.check(config, sizes, ("wasm",), ["wasm"], None, 4096, "x", "none").heaps == 1
+
+
 def test_a_long_context_alone_can_be_past_the_heap(tmp_path):
     folder, sizes = _config_only_folder(tmp_path, "qwen2.5-1.5b")
     config = load_config(str(folder), dtype="q4f16")
-    fit = bundle_fit.check(config, sizes, ("wasm",), ["wasm"], None, 4096, "q4f16")
-    assert fit.fits and fit.context == 4096
     with pytest.raises(HeapError, match="at 32768 tokens"):
-        bundle_fit.check(config, sizes, ("wasm",), ["wasm"], None, 32768, "q4f16")
+        bundle_fit.check(config, sizes, ("wasm",), ["wasm"], None, 32768, "q4f16", heaps=1)
+
+
+def test_heaps():
+    assert bundle_fit.heaps(None) is None and bundle_fit.heaps("auto") is None and bundle_fit.heaps(3) == 3
+    for bad in (0, 5, 1.0, "2", True):
+        with pytest.raises(InputError, match='heaps: expected "auto" or a number of WASM heaps from 1 to 4'):
+            bundle_fit.heaps(bad)
 
 
 def test_webgpu_sessions_are_not_weighed(tmp_path):

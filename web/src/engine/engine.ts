@@ -56,6 +56,8 @@ export interface ModelLoadOptions {
   expandWeights?: 'auto' | 'all' | 'none';
   /** Tokens of KV cache reserved in the WASM heap; prompt + reply stop there. */
   contextLength?: number;
+  /** wasm: onnxruntime-web instances (4 GiB heaps each) to spread a decoder over, or 'auto'. */
+  heaps?: 'auto' | number;
 }
 
 export interface Model {
@@ -122,7 +124,7 @@ export class Engine {
     const onProgress = options.onProgress ?? this.options.onProgress;
     const load: LoadOptions = {
       ep: options.ep ?? this.options.ep, dtype: options.dtype, variant: options.variant, threads: options.threads ?? this.options.threads,
-      expandWeights: options.expandWeights, contextLength: options.contextLength,
+      expandWeights: options.expandWeights, contextLength: options.contextLength, heaps: options.heaps,
       onProgress: onProgress && ((e) => onProgress({ model, file: e.file, loaded: e.loaded, total: e.total, phase: e.phase, percent: e.percent })),
     };
     return (await this.table.get(model, load)).info;
@@ -146,7 +148,7 @@ export class Engine {
 }
 
 const ENGINE_OPTIONS: readonly (keyof EngineOptions)[] = ['onProgress', 'ep', 'threads', 'assetBase'];
-const LOAD_OPTIONS: readonly (keyof ModelLoadOptions)[] = ['onProgress', 'ep', 'dtype', 'variant', 'threads', 'expandWeights', 'contextLength'];
+const LOAD_OPTIONS: readonly (keyof ModelLoadOptions)[] = ['onProgress', 'ep', 'dtype', 'variant', 'threads', 'expandWeights', 'contextLength', 'heaps'];
 
 /** Refuse an options object with a key onnxpipe does not know (a typo would be ignored otherwise). */
 function checkOptions(call: string, options: object, known: readonly string[]): void {
