@@ -51,8 +51,14 @@ def run_job(job: BatchJob, log=None) -> int:
     bundle, source = os.path.abspath(job.bundle), os.path.abspath(job.input)
     check_bundle(job.command, bundle)
     records = read_records(job.command, source, model_id(bundle)[0], job.controls)
-    os.makedirs(job.output, exist_ok=True)
     manifest = Manifest.open(job.output, {"command": job.command, "bundle": bundle, "input": source})
+    try:
+        return _work_through(job, bundle, source, records, manifest, log)
+    finally:
+        manifest.close()
+
+
+def _work_through(job: BatchJob, bundle: str, source: str, records: list, manifest: Manifest, log) -> int:
     for record in records:
         if record.error is not None:
             manifest.records[record.key] = {"source": record.source, "digest": "", "status": "error", "attempts": 0,

@@ -46,11 +46,35 @@ class Manifest:
         self.folder, self.job = folder, job
         self.records: dict[str, dict] = records or {}
         self.saved_at = 0.0
+        self.lock = None
 
     @classmethod
     def open(cls, folder: str, job: dict) -> "Manifest":
-        """The manifest in ``folder`` (a new one when there is none); a manifest of another job
-        (another command, bundle or input) is refused: its outputs would be taken for this one's."""
+        """The manifest in ``folder`` (a new one when there is none), held by this job alone until
+        ``close`` (a second job writing there is refused), with the temporary files of a job that
+        was killed mid-write swept away. A manifest of another job (another command, bundle or
+        input) is refused: its outputs would be taken for this one's."""
+        os.makedirs(folder, exist_ok=True)
+        lock = _lock(folder)
+        try:
+            manifest = cls._read(folder, job)
+        except BaseException:
+            os.close(lock)
+            raise
+        manifest.lock = lock
+        for root, _, names in os.walk(folder):
+            for name in names:
+                if name.startswith(".") and name.endswith(".part"):
+                    os.unlink(os.path.join(root, name))
+        return manifest
+
+    def close(self) -> None:
+        if self.lock is not None:
+            os.close(self.lock)   # the flock goes with the descriptor
+            self.lock = None
+
+    @classmethod
+    def _read(cls, folder: str, job: dict) -> "Manifest":
         path = os.path.join(folder, FILE)
         if not os.path.exists(path):
             return cls(folder, job)
@@ -97,3 +121,20 @@ class Manifest:
                "records": dict(sorted(self.records.items()))}
         write_atomic(os.path.join(self.folder, FILE), (json.dumps(doc, indent=1, ensure_ascii=False) + "\n").encode())
         self.saved_at = now
+
+
+def _lock(folder: str) -> int:
+    """An exclusive lock on ``folder/.lock``; refused while another job holds it."""
+    import fcntl
+
+    fd = os.open(os.path.join(folder, ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.read(fd, 32).decode(errors="replace").strip() or "?"
+        os.close(fd)
+        raise InputError(f"--output {folder}: another batch job (pid {holder}) is writing there; wait for it, "
+                         "or give another --output") from None
+    os.ftruncate(fd, 0)
+    os.write(fd, str(os.getpid()).encode())
+    return fd
