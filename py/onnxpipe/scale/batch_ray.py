@@ -14,8 +14,9 @@ from __future__ import annotations
 import uuid
 from typing import Iterator
 
-from .ray_runtime import cluster_cpus
+from ..errors import EngineError
 from .batch_work import RecordWorker
+from .ray_runtime import cluster_cpus
 
 TASKS_IN_FLIGHT = 2   # per actor: enough to hide a record's hand-over, few to redo when a node dies
 
@@ -72,8 +73,13 @@ class RayRun:
                                                max_tasks_in_flight_per_actor=TASKS_IN_FLIGHT),
             fn_constructor_kwargs={"command": self.command, "bundle": self.bundle, "threads": self.threads,
                                    "attempts": self.log})
-        for row in ds.iter_rows():
-            yield str(row["key"]), str(row["status"]), bytes(row["output"]), str(row["entry"])
+        try:
+            for row in ds.iter_rows():
+                yield str(row["key"]), str(row["status"]), bytes(row["output"]), str(row["entry"])
+        except self.ray.exceptions.RayError as exc:   # records fail alone: this is the pool itself
+            lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+            what = "its actors could not load the bundle" if getattr(exc, "actor_init_failed", False) else "it failed"
+            raise EngineError(f"the Ray Data job stopped: {what}: {lines[-1] if lines else type(exc).__name__}") from None
 
     def attempts(self) -> dict[str, int]:
         return self.ray.get(self.log.get.remote())

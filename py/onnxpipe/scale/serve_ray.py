@@ -98,7 +98,9 @@ def deploy(bundles: list[str], limits, host: str, port: int, address: str | None
     try:
         serve.run(app, name=APP, route_prefix="/")
     except RuntimeError as exc:   # a replica could not start: its error says why
-        raise BundleError(f"the replicas did not start: {replica_error(serve) or exc}") from None
+        why = replica_error(serve) or exc
+        serve.delete(APP)   # a failed application stays on a cluster otherwise
+        raise BundleError(f"the replicas did not start: {why}") from None
     return ray
 
 
