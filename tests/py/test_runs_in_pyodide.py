@@ -14,7 +14,8 @@ PACKAGE = Path(__file__).resolve().parents[2] / "py" / "onnxpipe"
 NATIVE_ONLY = {"backends/native.py", "text/native.py",          # CPython + onnxruntime/tokenizers
                "grammar/native.py"}                              # + xgrammar (the worker has web-xgrammar)
 CPYTHON_ONLY_DIRS = {"export",                                  # model builders (`make models`)
-                     "server"}                                   # `onnxpipe serve` (FastAPI + uvicorn)
+                     "server",                                   # `onnxpipe serve` (FastAPI + uvicorn)
+                     "scale"}                                    # Ray Serve / Ray Data (`serve --ray`, `batch`)
 BROWSER_MODULES = {"js", "pyodide", "ort", "onnxpipe_js"}
 LAZY_NATIVE = {"text/chat_template.py": {"jinja2"},             # imported only when rendering natively
                "image/files.py": {"PIL"},                        # image files natively (the CLI)

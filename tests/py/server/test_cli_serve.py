@@ -1,7 +1,6 @@
-"""`python -m onnxpipe serve` as a user starts it: a subprocess that loads the bundle, listens,
-answers /health and a chat request from the `openai` client (its sessions on --threads 1), and
-ends on SIGINT; bad flags and
-bundles are refused before it listens."""
+"""`python -m onnxpipe serve` as a user starts it: a subprocess that loads the bundle (its
+sessions on --threads 1), listens, answers /health and a chat request from the `openai` client,
+and ends on SIGINT; bad flags and bundles are refused before it listens."""
 
 from __future__ import annotations
 
