@@ -49,6 +49,11 @@ def run_job(job: BatchJob, log=None) -> int:
 
     log = log or (lambda line: print(line, file=sys.stderr, flush=True))
     bundle, source = os.path.abspath(job.bundle), os.path.abspath(job.input)
+    want = job.concurrency * job.threads
+    if job.ray and job.address is None and want > (os.cpu_count() or 1):
+        raise InputError(f"--concurrency {job.concurrency} x --threads {job.threads} needs {want} CPUs; this "
+                         f"machine has {os.cpu_count()}, so a local Ray instance can't place the pool "
+                         "(join a cluster with --address)")
     check_bundle(job.command, bundle)
     records = read_records(job.command, source, model_id(bundle)[0], job.controls)
     manifest = Manifest.open(job.output, {"command": job.command, "bundle": bundle, "input": source})

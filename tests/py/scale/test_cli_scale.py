@@ -39,6 +39,7 @@ def test_serve_flags_are_refused(args, says):
     (["--concurrency", "2"], "--concurrency: only with --ray"),
     (["--ray", "--concurrency", "0"], "--concurrency: expected an integer >= 1, found 0"),
     (["--threads", "0"], "--threads: expected an integer >= 1, found 0"),
+    (["--ray", "--concurrency", "64"], "--concurrency 64 x --threads 1 needs 64 CPUs; this machine has"),
 ])
 def test_batch_flags_are_refused(args, says, tmp_path):
     (tmp_path / "lines.txt").write_text("Hello.\n")
