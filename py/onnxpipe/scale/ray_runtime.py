@@ -35,27 +35,14 @@ def connect(address: str | None, num_cpus: int | None = None, env: dict | None =
     options = dict(logging_level=logging.WARNING, log_to_driver=True)
     if address is None:
         options.update(num_cpus=num_cpus, include_dashboard=False)
-    else:
-        _token_auth_as_ray_start()
     try:
         ray.init(address=address, **options)
     except ConnectionError as exc:
         raise InputError(f"--address {address}: cannot reach a Ray cluster there ({exc}); start one with "
-                         "`ray start --head`, and where it asks for Ray's token give it (RAY_AUTH_TOKEN, or "
-                         "~/.ray/auth_token) with RAY_AUTH_MODE=token (docs/scale-out.md)") from None
+                         "`ray start --head`. A cluster that asks for Ray's token (`ray start` turns token "
+                         "authentication on when ~/.ray/auth_token is there) is joined with RAY_AUTH_MODE=token, "
+                         "or with --address auto on one of its nodes (docs/scale-out.md)") from None
     return ray
-
-
-def _token_auth_as_ray_start() -> None:
-    """`ray start` turns Ray's token authentication on when a token is on the machine (RAY_AUTH_TOKEN,
-    RAY_AUTH_TOKEN_PATH, ~/.ray/auth_token) and RAY_AUTH_MODE is unset; ray.init does so for
-    ``address="auto"`` only. A driver given HOST:PORT does the same here, so it joins such a cluster."""
-    try:
-        from ray._private.authentication.authentication_token_setup import (
-            maybe_enable_token_auth_if_token_available)
-    except ImportError:   # a Ray without token authentication
-        return
-    maybe_enable_token_auth_if_token_available(warn_if_disabled=False)
 
 
 def cluster_cpus(ray) -> float:
