@@ -71,6 +71,7 @@ bench: models node-deps bench-peers sized-models ## decode speed (per dtype too)
 	$(PY) bench/decode_speed.py $(SMOLLM2) --variant int4 --busy --settings all   # genai's file
 	$(PY) bench/native_variants.py $(SMOLLM2)   # which file native runs open: agreement with fp32, speed
 	$(PY) bench/server_throughput.py $(SMOLLM2) --variant int4   # onnxpipe serve: 1/4/8/16 concurrent streams share decode passes, vs genai's Engine
+	$(PY) bench/scale_out.py --voice $(PIPER) --asr $(WHISPER) --chat $(SMOLLM2)   # batch jobs and serve on Ray with 1 and 2 workers/replicas vs in process
 	test -f build/bench/check_jsonschema-0.39.0-py3-none-any.whl || $(PY) -m pip download -q --no-deps --only-binary :all: check-jsonschema==0.39.0 -d build/bench   # its vendored SchemaStore schemas
 	$(PY) bench/constrained.py $(SMOLLM2)       # json_schema vs free per token; real-world schemas that compile and validate
 	node bench/browser_constrained.mjs $(SMOLLM2)   # the same per-token comparison in Chromium, one thread

@@ -1,4 +1,5 @@
-"""``onnxpipe run | chat | tts | vad | validate | inspect | convert`` (also ``python -m onnxpipe``)."""
+"""``onnxpipe run | chat | tts | vad | transcribe | validate | inspect | convert | serve | batch`` (also
+``python -m onnxpipe``)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import re
 import sys
 
 from .errors import InputError, OnnxpipeError
+from .scale.commands import add_batch_parser, add_serve_ray_args, serve_plan
 
 EXIT_CODES = {"config": 2, "bundle": 2, "input": 3, "engine": 4}
 
@@ -469,10 +471,18 @@ def cmd_serve(a) -> int:
             raise InputError(f"{flag}: expected an integer >= {low}, found {value}")
     if not a.max_upload_mb > 0:
         raise InputError(f"--max-upload-mb: expected a number above 0, found {a.max_upload_mb}")
+    plan = serve_plan(a)   # --ray's flags, refused without it
     logging.basicConfig(level=logging.INFO, format="%(levelname)s: %(name)s: %(message)s")
     limits = Limits(a.max_concurrent, a.max_queue, a.max_tokens, a.max_upload_mb)
     try:
-        serve(a.bundles, limits, a.host, a.port)
+        if plan is None:
+            serve(a.bundles, limits, a.host, a.port, a.threads)
+        else:
+            from .scale.ray_runtime import require_ray
+            from .scale.serve_ray import serve_on_ray
+
+            require_ray()
+            serve_on_ray(a.bundles, limits, a.host, a.port, a.address, *plan)
     except ValueError as exc:
         raise InputError(str(exc)) from None
     return 0
@@ -569,7 +579,9 @@ def build_parser() -> argparse.ArgumentParser:
                             "or this when lower")
     serve.add_argument("--max-upload-mb", type=float, default=25.0,
                        help="the largest request body, JSON or upload, in MiB; larger ones get 413 (default 25)")
+    add_serve_ray_args(serve)
     serve.set_defaults(func=cmd_serve)
+    add_batch_parser(sub, _control)
     return parser
 
 

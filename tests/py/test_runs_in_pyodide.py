@@ -15,7 +15,8 @@ NATIVE_ONLY = {"backends/native.py", "text/native.py",          # CPython + onnx
                "grammar/native.py",                              # + xgrammar (the worker has web-xgrammar)
                "heap/native.py"}                                 # numpy: a heap plan carried out on disk
 CPYTHON_ONLY_DIRS = {"export",                                  # model builders (`make models`)
-                     "server"}                                   # `onnxpipe serve` (FastAPI + uvicorn)
+                     "server",                                   # `onnxpipe serve` (FastAPI + uvicorn)
+                     "scale"}                                    # Ray Serve / Ray Data (`serve --ray`, `batch`)
 BROWSER_MODULES = {"js", "pyodide", "ort", "onnxpipe_js"}
 LAZY_NATIVE = {"text/chat_template.py": {"jinja2"},             # imported only when rendering natively
                "image/files.py": {"PIL"},                        # image files natively (the CLI)

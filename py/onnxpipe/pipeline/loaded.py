@@ -29,6 +29,22 @@ def _native_phonemizer(bundle_dir, spec):
     return load_phonemizer(bundle_dir, spec)
 
 
+def bundle_kind(spec, loop) -> str:
+    """"speech" when pipeline.output is a waveform (use speak); "voice-activity" when it is a
+    speech probability per chunk of a streaming loop (use detect_speech); "transcription" for
+    a token loop fed a waveform (preprocessing.audio; use transcribe); "image" when
+    pipeline.output is an image (pipeline.output.image; use run); else "text". Known from the
+    config and its loop alone, before any session opens (onnxpipe batch checks it so)."""
+    out = spec.pipeline.output
+    if out is not None and out.segments is not None:
+        return "voice-activity"
+    if out is not None and out.image is not None:
+        return "image"
+    if spec.preprocessing.audio is not None and loop.makes_tokens:
+        return "transcription"   # a token loop fed a waveform: use transcribe
+    return "speech" if out is not None and out.audio is not None else "text"
+
+
 class LoadedPipeline:
     def __init__(self, config, backend, providers=None, text=True, text_loader=None, variant=None,
                  phonemizer_loader=None):
@@ -106,18 +122,8 @@ class LoadedPipeline:
 
     @property
     def kind(self) -> str:
-        """"speech" when pipeline.output is a waveform (use speak); "voice-activity" when it is a
-        speech probability per chunk of a streaming loop (use detect_speech); "transcription" for
-        a token loop fed a waveform (preprocessing.audio; use transcribe); "image" when
-        pipeline.output is an image (pipeline.output.image; use run); else "text"."""
-        out = self.spec.pipeline.output
-        if out is not None and out.segments is not None:
-            return "voice-activity"
-        if out is not None and out.image is not None:
-            return "image"
-        if self.spec.preprocessing.audio is not None and self.loop.makes_tokens:
-            return "transcription"   # a token loop fed a waveform: use transcribe
-        return "speech" if out is not None and out.audio is not None else "text"
+        """What the bundle makes (``bundle_kind``)."""
+        return bundle_kind(self.spec, self.loop)
 
     @property
     def eos(self) -> tuple[int, ...]:

@@ -265,6 +265,17 @@ def build(bundles: list[str], limits: Limits, load=None):
     return BodyLimit(app, int(limits.max_upload_mb * 2 ** 20)), app
 
 
+def loader(threads: int | None):
+    """onnxpipe.load with each session on ``threads`` intra-op threads (None: onnxruntime's default,
+    one per core): what ``serve --threads`` and each Ray Serve replica load bundles with."""
+    from ..api import load as load_bundle
+    from ..backends.native import NativeBackend
+
+    def load(path):
+        return load_bundle(path, backend=NativeBackend(threads=threads))
+    return load
+
+
 def scheduler_for(name: str, pipe, limits: Limits, metrics):
     """A BatchScheduler for a text bundle whose state batchable() accepts when --max-concurrent > 1;
     else the one-at-a-time Scheduler, with the reason /v1/models shows."""
@@ -289,9 +300,10 @@ def scheduler_for(name: str, pipe, limits: Limits, metrics):
     return BatchScheduler(name, pipe, limits.max_queue, limits.max_concurrent, metrics)
 
 
-def serve(bundles: list[str], limits: Limits, host: str, port: int) -> None:
-    """Load ``bundles`` and serve them with uvicorn until interrupted."""
+def serve(bundles: list[str], limits: Limits, host: str, port: int, threads: int | None = None) -> None:
+    """Load ``bundles`` (their sessions on ``threads`` intra-op threads; None: onnxruntime's
+    default) and serve them with uvicorn until interrupted."""
     import uvicorn
 
-    asgi, _ = build(bundles, limits)
+    asgi, _ = build(bundles, limits, loader(threads))
     uvicorn.run(asgi, host=host, port=port, log_level="info")

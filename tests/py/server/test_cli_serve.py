@@ -1,6 +1,6 @@
-"""`python -m onnxpipe serve` as a user starts it: a subprocess that loads the bundle, listens,
-answers /health and a chat request from the `openai` client, and ends on SIGINT; bad flags and
-bundles are refused before it listens."""
+"""`python -m onnxpipe serve` as a user starts it: a subprocess that loads the bundle (its
+sessions on --threads 1), listens, answers /health and a chat request from the `openai` client,
+and ends on SIGINT; bad flags and bundles are refused before it listens."""
 
 from __future__ import annotations
 
@@ -29,7 +29,8 @@ def test_serve_starts_answers_and_stops(openai_client):
     if not any(CHAT.glob("*.onnx")):
         pytest.skip(f"{CHAT} is not built: run `make models`")
     port = _free_port()
-    proc = onnxpipe("serve", f"chat={CHAT}", "--port", str(port), "--max-queue", "2", "--max-tokens", "64")
+    proc = onnxpipe("serve", f"chat={CHAT}", "--port", str(port), "--max-queue", "2", "--max-tokens", "64",
+                    "--threads", "1")
     try:
         deadline = time.monotonic() + 40
         while True:
