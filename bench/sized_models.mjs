@@ -180,7 +180,7 @@ async function main() {
             log(`# ${size} ${dtype} ${threads} thread(s): ${peer}`);
             const r = await RUNNERS[peer](server, size, dtype, threads, prompt);
             rows.push({ size, dtype, threads, runtime: peer, ...r });
-            log(`#   ${r.error ? `error: ${r.error}` : `load ${(r.load_ms / 1000).toFixed(1)} s (second ${r.second_load_ms ? (r.second_load_ms / 1000).toFixed(1) : '-'} s), heap ${MB(r.heap_peak ?? r.heap_after_load) ?? '-'} MiB, prefill ${r.prompt_per_second?.toFixed(1)} tok/s, decode ${r.tokens_per_s?.toFixed(2)} tok/s`}`);
+            log(`#   ${r.error ? `error: ${r.error}` : `load ${(r.load_ms / 1000).toFixed(1)} s (second ${r.second_load_ms ? (r.second_load_ms / 1000).toFixed(1) : '-'} s), heap ${MB(r.heap_peak ?? r.heap_after_load) ?? '-'} MiB${r.session_heap ? ` in ${r.session_heap.heaps} heap(s), ${r.session_heap.expanded} MatMulNBits expanded, ${r.session_heap.kept} kept` : ''}, prefill ${r.prompt_per_second?.toFixed(1)} tok/s, decode ${r.tokens_per_s?.toFixed(2)} tok/s`}`);
           }
         }
       }
@@ -195,10 +195,10 @@ async function main() {
 function report(rows) {
   const f = (x, d = 2) => (x == null || Number.isNaN(x) ? '-' : x.toFixed(d));
   console.log(`\nsized models, headless Chromium, WASM; ${TOKENS} new tokens after a ${PROMPT_TOKENS}-token prompt`);
-  console.log('size | threads | dtype | runtime | load s (2nd) | heap MiB | prefill tok/s | decode tok/s');
+  console.log('size | threads | dtype | runtime | load s (2nd) | heap MiB (heaps) | prefill tok/s | decode tok/s');
   for (const r of rows) {
     console.log(r.error ? `${r.size} | ${r.threads} | ${r.dtype} | ${r.runtime} | error: ${r.error.slice(0, 160)}`
-      : `${r.size} | ${r.threads} | ${r.dtype} | ${r.runtime} | ${f(r.load_ms / 1000, 1)} (${f(r.second_load_ms / 1000, 1)}) | ${MB(r.heap_peak ?? r.heap_after_load) ?? '-'} | ${f(r.prompt_per_second, 1)} | ${f(r.tokens_per_s)}`);
+      : `${r.size} | ${r.threads} | ${r.dtype} | ${r.runtime} | ${f(r.load_ms / 1000, 1)} (${f(r.second_load_ms / 1000, 1)}) | ${MB(r.heap_peak ?? r.heap_after_load) ?? '-'}${r.session_heap ? ` (${r.session_heap.heaps})` : ''} | ${f(r.prompt_per_second, 1)} | ${f(r.tokens_per_s)}`);
   }
   console.log('\nratios (decode tokens/s):');
   const get = (size, threads, dtype, runtime) => rows.find((r) => r.size === size && r.threads === threads && r.dtype === dtype && r.runtime === runtime && !r.error);

@@ -1,8 +1,8 @@
 // A heap plan (py/onnxpipe/heap/plan.py) carried out for onnxruntime-web: each mount becomes a
 // slice of a bundle file (a view of the bytes, or a Blob slice read by onnxruntime-web itself:
 // never one buffer for a whole multi-gigabyte file), each planned weight is made here
-// (MatMulNBits blocks expanded to the fp32 matrix the MatMul that replaces the node reads).
-// The result is the session's `externalData`.
+// (MatMulNBits blocks expanded to the fp32 matrix the MatMul that replaces the node reads,
+// fp16 MatMul weights widened to fp32). The result is the session's `externalData`.
 
 /** Bytes ``start``..``end`` of the bundle file ``file``. */
 export interface PlanSlice { file: string; start: number; end: number }
@@ -23,9 +23,17 @@ export interface NbitsSpec {
   zero_points: PlanSlice | null;
 }
 
+/** An fp16 MatMul weight widened to fp32 (py/onnxpipe/heap/float16.py). */
+export interface Float16Spec {
+  kind: 'float16_to_float32';
+  out: string;
+  count: number;
+  data: PlanSlice;
+}
+
 export interface HeapPlanWire {
   mounts: Record<string, PlanSlice>;
-  materialize: NbitsSpec[];
+  materialize: (NbitsSpec | Float16Spec)[];
 }
 
 export interface ExternalDataEntry { path: string; data: Uint8Array | Blob }
@@ -123,12 +131,21 @@ export async function nbitsToFloat32(get: FileSource, spec: NbitsSpec): Promise<
   return new Uint8Array(out.buffer);
 }
 
+/** An fp16 weight's values as fp32 bytes. */
+export async function float16ToFloat32(get: FileSource, spec: Float16Spec): Promise<Uint8Array> {
+  const raw = await bytes(get, spec.data);
+  if (raw.byteLength !== spec.count * 2) throw new Error(`${spec.out}: ${raw.byteLength} bytes for ${spec.count} fp16 values`);
+  const out = floats(raw, 'float16');
+  return new Uint8Array(out.buffer, out.byteOffset, out.byteLength);
+}
+
 /** externalData for a session opened from the plan's graph: every mount, then every weight made. */
 export async function planExternalData(get: FileSource, plan: HeapPlanWire): Promise<ExternalDataEntry[]> {
   const entries: ExternalDataEntry[] = Object.entries(plan.mounts).map(([path, s]) => ({ path, data: slice(get, s) }));
   for (const spec of plan.materialize) {
-    if (spec.kind !== 'nbits_to_float32') throw new Error(`heap plan: unknown weight kind ${JSON.stringify(spec.kind)}`);
-    entries.push({ path: spec.out, data: await nbitsToFloat32(get, spec) });
+    if (spec.kind === 'nbits_to_float32') entries.push({ path: spec.out, data: await nbitsToFloat32(get, spec) });
+    else if (spec.kind === 'float16_to_float32') entries.push({ path: spec.out, data: await float16ToFloat32(get, spec) });
+    else throw new Error(`heap plan: unknown weight kind ${JSON.stringify((spec as { kind: unknown }).kind)}`);
   }
   return entries;
 }

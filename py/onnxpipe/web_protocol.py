@@ -42,6 +42,7 @@ class HeapInfo:
     expanded: int                  # MatMulNBits nodes opened as fp32 MatMuls (exact: heap/nbits.py)
     kept: int                      # MatMulNBits nodes left as they are
     kept_why: list[str]            # why (a budget, or what the node has that the expansion does not do)
+    widened: int = 0               # fp16 MatMul weights opened as fp32 (heap/float16.py: what the engine does)
     heaps: int = 1                 # onnxruntime-web instances its graph is spread over (heap/shards.py)
 
 

@@ -175,6 +175,7 @@ export interface HeapInfo {
   expanded: number; // MatMulNBits nodes opened as fp32 MatMuls (exact)
   kept: number; // MatMulNBits nodes left as they are
   kept_why: string[]; // why: the heap budget, or what such a node has that the expansion does not do
+  widened: number; // fp16 MatMul weights opened as fp32 (what the engine computes them in anyway)
   heaps: number; // onnxruntime-web instances the graph is spread over, in consecutive parts
 }
 

@@ -155,7 +155,8 @@ class WebBackend:
         for sess in sessions:
             inputs.update((k, v) for k, v in _infos(sess.inputMetadata, list(sess.inputNames)).items() if k not in handed)
             outputs.update((k, v) for k, v in _infos(sess.outputMetadata, list(sess.outputNames)).items() if k not in internal)
-        summary = {key: sum(p.summary()[key] for p in plans) for key in ("weight_bytes", "temp_bytes", "expanded", "kept")}
+        summary = {key: sum(p.summary()[key] for p in plans)
+                   for key in ("weight_bytes", "temp_bytes", "expanded", "kept", "widened")}
         summary["temp_bytes"] = max(p.temp_bytes for p in plans)
         summary["kept_why"] = sorted({why for p in plans for why in p.summary()["kept_why"]})
         summary["heaps"] = len(plans)

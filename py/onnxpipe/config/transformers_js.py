@@ -31,8 +31,9 @@ BASE_NAMES = ("model", "decoder_model_merged")
 # - wasm: fp16, then fp32. Measured on SmolLM2-135M (bench/browser_dtypes.mjs, one thread):
 #   fp16 decodes at 0.89x fp32 with every greedy token equal to fp32 over 5 prompts, at half the
 #   download and storage (the WASM heap stops at 4 GB); q8 (transformers.js's WASM default) is
-#   0.77x and agreed on ~11% of tokens; q4/q4f16 run MatMulNBits at ~0.09x (see
-#   export/wasm_variant.py). Faithful first, then small, then fast.
+#   0.77x and agreed on ~11% of tokens; q4/q4f16 open with their MatMulNBits expanded to fp32 at
+#   load (heap/nbits.py: the fp32 file's speed, 8x q4's bytes in the heap) but are q4's tokens,
+#   not fp32's. Faithful first, then small, then fast.
 # - webgpu: q4f16, then fp16: shader-f16 math and the smallest download, as transformers.js advises.
 DEFAULT_ORDER = {
     "cpu": ("fp32", "q4", "q8", "int8", "uint8", "fp16", "q4f16", "bnb4"),

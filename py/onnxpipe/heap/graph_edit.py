@@ -223,6 +223,16 @@ def edit_model(source, model_file: str, replace: dict[str, list[bytes]] | None =
     return edited
 
 
+def weights_in(source, model_file: str) -> dict[str, Weight]:
+    """Every initializer of the model behind ``source``, subgraphs' included, by name."""
+    root = Span(source, 0, source.size)
+    out: list[Weight] = []
+    for num, wire, value in fields(root):
+        if num == 7 and wire == LEN:
+            _collect(value, model_file, frozenset(), out)
+    return {w.name: w for w in out}
+
+
 def _collect(graph: Span, model_file: str, drop: set[str], out: list[Weight]) -> None:
     for num, wire, value in fields(graph):
         if num == 5 and wire == LEN:

@@ -47,7 +47,14 @@ def nbits_to_float32(spec: dict, read) -> "np.ndarray":  # noqa: F821
     return np.ascontiguousarray(w.T)
 
 
-MATERIALIZERS = {"nbits_to_float32": nbits_to_float32}
+def float16_to_float32(spec: dict, read) -> "np.ndarray":  # noqa: F821
+    """The fp32 values of a "float16_to_float32" spec's fp16 weight."""
+    import numpy as np
+
+    return np.frombuffer(read(spec["data"]), np.float16).astype(np.float32)
+
+
+MATERIALIZERS = {"nbits_to_float32": nbits_to_float32, "float16_to_float32": float16_to_float32}
 
 
 def write_plan(plan: HeapPlan, bundle_dir: str, out_dir: str, name: str = "model.onnx") -> str:

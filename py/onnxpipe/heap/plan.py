@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 
 from ..errors import InputError
 from ..onnx_info.model import parse_model
-from ..onnx_info.wire import LEN, Span, fields
-from . import nbits, shards
-from .graph_edit import CHUNK_BYTES, EditedModel, Slice, Subgraph, Weight, edit_model, read_weight
+from ..onnx_info.wire import Span
+from . import float16, nbits, shards
+from .graph_edit import CHUNK_BYTES, EditedModel, Slice, Subgraph, Weight, edit_model, weights_in
 
 EXPAND_MODES = ("auto", "all", "none")
 
@@ -54,28 +54,8 @@ class HeapPlan:
     def summary(self) -> dict:
         return {"weight_bytes": self.weight_bytes + self.widened_bytes, "temp_bytes": self.temp_bytes,
                 "expanded": len(self.expanded), "kept": len(self.kept),
-                "kept_why": sorted(set(self.kept.values()))}
-
-
-def weights_of(source, model_file: str) -> dict[str, Weight]:
-    root = Span(source, 0, source.size)
-    out: dict[str, Weight] = {}
-
-    def walk(graph: Span) -> None:
-        for num, wire, value in fields(graph):
-            if num == 5 and wire == LEN:
-                w = read_weight(value, model_file)
-                out[w.name] = w
-            elif num == 1 and wire == LEN:
-                for n, w_, v in fields(value):
-                    if n == 5 and w_ == LEN:
-                        for an, aw, av in fields(v):
-                            if an == 6 and aw == LEN:
-                                walk(av)
-    for num, wire, value in fields(root):
-        if num == 7 and wire == LEN:
-            walk(value)
-    return out
+                "kept_why": sorted(set(self.kept.values())),
+                "widened": sum(1 for spec in self.materialize if spec["kind"] == "float16_to_float32")}
 
 
 def plan_file(source, model_file: str, expand: str = "auto", budget: int | None = None,
@@ -83,7 +63,7 @@ def plan_file(source, model_file: str, expand: str = "auto", budget: int | None 
     """The heap plan of the model behind ``source`` (bundle path ``model_file``)."""
     _check_expand(expand)
     info = parse_model(Span(source, 0, source.size))
-    return _plan(source, model_file, info, weights_of(source, model_file), expand, budget, chunk_bytes)
+    return _plan(source, model_file, info, weights_in(source, model_file), expand, budget, chunk_bytes)
 
 
 def plan_parts(source, model_file: str, parts: int, expand: str = "auto", budgets: list[int] | None = None,
@@ -93,7 +73,7 @@ def plan_parts(source, model_file: str, parts: int, expand: str = "auto", budget
     layers in the order their producers run, the last one (the logits) ending the graph."""
     _check_expand(expand)
     info = parse_model(Span(source, 0, source.size))
-    weights = weights_of(source, model_file)
+    weights = weights_in(source, model_file)
     g = info.graph
     producer = {o: i for i, n in enumerate(g.nodes) for o in n.outputs if o}
     ordered = sorted((o for o in g.outputs if o in producer), key=lambda o: producer[o])
@@ -130,14 +110,22 @@ def _plan(source, model_file: str, info, weights: dict[str, Weight], expand: str
         for name in set(node.inputs):
             uses[name] = uses.get(name, 0) + 1
     candidates = [nb for nb in found if nb.why_not is None]
-    chosen = _choose(candidates, weights, found, expand, budget)
+    # fp16 MatMul weights: widened here unless "none" (then the engine widens them itself)
+    halves = [] if expand == "none" else [(n, w) for n, w in float16.find(info.graph, weights)
+                                          if part is None or n.outputs[0] in part.keep]
+    widened = sum(weights[name].nbytes for name in _float16_matmul_weights(nodes, weights))
+    chosen = _choose(candidates, weights, found, expand, None if budget is None else budget - widened)
     replace, add, drop, specs = {}, [], set(), []
-    for i, nb in enumerate(chosen):
-        encoded, tensor, spec = nbits.expansion(nb, f"onnxpipe-weights/expanded-{i}.bin")
-        replace[nb.output] = encoded
+    # (node output, its replacement nodes, the weight they read, its spec, the weights it replaces)
+    made = [(nb.output, *nbits.expansion(nb, f"onnxpipe-weights/expanded-{i}.bin"), [nb.b, nb.scales, nb.zero_points])
+            for i, nb in enumerate(chosen)]
+    made += [(node.outputs[0], *float16.widening(node, w, f"onnxpipe-weights/widened-{i}.bin"), [w])
+             for i, (node, w) in enumerate(halves)]
+    for output, encoded, tensor, spec, read in made:
+        replace[output] = encoded
         add.append(tensor)
         specs.append(spec)
-        for w in (nb.b, nb.scales, nb.zero_points):
+        for w in read:
             if w is not None and uses.get(w.name, 0) <= 1:
                 drop.add(w.name)
     edited = edit_model(source, model_file, replace, add, drop, chunk_bytes, part)
@@ -145,8 +133,10 @@ def _plan(source, model_file: str, info, weights: dict[str, Weight], expand: str
     kept = {nb.output: (nb.why_not or ("the heap budget" if expand == "auto" else "expand_weights none"))
             for nb in found if nb.output not in chosen_out}
     temp = max((nb.expanded_bytes for nb in found if nb.output not in chosen_out), default=0)
-    widened = sum(weights[name].nbytes for name in _float16_matmul_weights(nodes, weights))
-    return HeapPlan(model_file, edited, specs, [nb.output for nb in chosen], kept, temp, widened, part)
+    # what the engine widens itself (fp16 MatMul weights left as they are)
+    widened_left = sum(weights[name].nbytes for name in _float16_matmul_weights(nodes, weights)
+                       if name not in {w.name for _, w in halves})
+    return HeapPlan(model_file, edited, specs, [nb.output for nb in chosen], kept, temp, widened_left, part)
 
 
 def _float16_matmul_weights(nodes, weights: dict[str, Weight]) -> set[str]:

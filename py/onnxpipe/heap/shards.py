@@ -4,8 +4,9 @@ Every onnxruntime-web instance has one 4 GiB WASM heap; a page can run several. 
 weights take more than one heap as fp32 (Qwen2.5-1.5B's q4 file expanded: 6.8 GiB) runs as parts
 in consecutive instances: part k computes its share of the layers and hands the next part the
 values it reads (the hidden state, and the attention mask or rotary tables computed once), the
-KV cache of each layer stays with its part. Nothing is computed twice and no weight moves, so
-the parts together compute exactly what the whole graph does (tests/py/heap/test_shards.py).
+KV cache of each layer stays with its part. Only values made from weights alone are made again
+by a part that reads them (never handed from heap to heap on every step), so the parts together
+compute exactly what the whole graph does (tests/py/heap/test_shards.py).
 
 The split is found from the graph alone: its nodes in their own topological order, cut between
 layers (where the fewest values are live) near equal shares of the weight bytes. Graphs whose
@@ -55,17 +56,6 @@ class _Graph:
         self.graph, self.weights = graph, weights
         self.nodes = graph.nodes
         self.producer = {o: i for i, n in enumerate(self.nodes) for o in n.outputs if o}
-
-    def ancestors(self, values) -> set[int]:
-        seen: set[int] = set()
-        todo = [v for v in values if v in self.producer]
-        while todo:
-            i = self.producer[todo.pop()]
-            if i in seen:
-                continue
-            seen.add(i)
-            todo.extend(v for v in self.nodes[i].inputs if v in self.producer)
-        return seen
 
     def heavy_bytes(self, nodes) -> int:
         names = {v for i in nodes for v in self.nodes[i].inputs if v in self.weights}
@@ -130,9 +120,10 @@ def split(graph: GraphInfo, weights: dict[str, Weight], parts: int, kv_outputs: 
         cumulative.append(acc)
     live = _live_counts(g)
     kv_at = sorted(g.producer[v] for v in kv_outputs if v in g.producer)
+    makers = set(kv_at)
     kv_before = [0] * (n + 1)   # KV outputs made by nodes[:i]
     for i in range(n):
-        kv_before[i + 1] = kv_before[i] + (i in set(kv_at))
+        kv_before[i + 1] = kv_before[i] + (i in makers)
     whole = [i for i in range(1, n) if kv_before[i] % 2 == 0 and 2 <= kv_before[i] <= len(kv_at) - 2]
     layer_bytes = acc / (len(kv_at) / 2)   # within a layer of the share: then where fewest values are live
     cuts, last = [], 0
@@ -148,9 +139,8 @@ def split(graph: GraphInfo, weights: dict[str, Weight], parts: int, kv_outputs: 
         last = best
     bounds = [0] + cuts + [n]
     node_sets = [set(range(a, b)) for a, b in zip(bounds, bounds[1:])]
-    producers = [g.producer[v] for v in kv_outputs if v in g.producer]
     for k, nodes in enumerate(node_sets):
-        if not any(i in nodes for i in producers):
+        if not nodes & makers:
             return f"part {k + 1} would hold no layer's KV cache"
     return _parts(g, node_sets)
 

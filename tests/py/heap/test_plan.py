@@ -82,6 +82,23 @@ def test_weights_outside_the_graph_change_nothing(tmp_path):
     assert np.array_equal(logits(written(tmp_path, src, p), ids), logits(src, ids))
 
 
+def test_fp16_matmul_weights_widened_as_the_engine_does(tmp_path):
+    """fp16 MatMul weights opened as fp32 (Cast in, fp32 MatMul, Cast out): what onnxruntime's
+    CPU kernels do with an fp16 MatMul, so the logits are bit for bit the original's, and no fp16
+    copy is left in the heap."""
+    src = smollm2("fp16")
+    p = plan(src)
+    assert p.summary()["widened"] == 211 and p.widened_bytes == 0
+    fp16_left = [w for w in p.edited.weights if w.endswith("onnxpipe_fp32_weight")]
+    assert len(fp16_left) == 211
+    ids = [1, 504, 3575, 282, 4649]
+    assert np.array_equal(logits(written(tmp_path, src, p), ids), logits(src, ids))
+    # the engine's own widening, had the plan left them: counted, not made
+    as_stored = plan(src, "none")
+    assert as_stored.widened_bytes > 0 and as_stored.summary()["widened"] == 0
+    assert abs(as_stored.heap_bytes - p.heap_bytes) <= 0.01 * p.heap_bytes
+
+
 def test_chunks_bound_every_buffer(tmp_path):
     """No mount is larger than the chunk size unless one weight alone is (never one buffer for a
     multi-gigabyte file): the same logits."""
