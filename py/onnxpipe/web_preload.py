@@ -16,4 +16,5 @@ from . import api, errors, web_protocol  # noqa: F401
 from .backends import base, half  # noqa: F401
 from .config import load, transformers_js  # noqa: F401
 from .engine import build, controls  # noqa: F401
+from .heap import bundle_fit, fit, plan  # noqa: F401  (web_entry: what fits the heap, load-time rewrites)
 from .text import base as text_base, chat_template  # noqa: F401

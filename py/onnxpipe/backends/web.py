@@ -109,14 +109,14 @@ class WebBackend:
         opts.update(web_session_options(options, f"sessions.{name}.session_options"))
         if provider == "webgpu":
             opts.setdefault("preferredOutputLocation", "gpu-buffer")   # KV stays on the GPU
+        if provider == "wasm":   # through a heap plan, which finds the data files the graph names
+            sess, inputs, outputs = self._open_planned(name, rel, opts)
+            return WebSession(name, provider, inputs, outputs, sess, path)
         data_dir = os.path.dirname(rel)
         if not external_data:   # the usual name when the config doesn't list them (v1 bundles)
             external_data = [rel + suffix for suffix in (".data", "_data") if onnxpipe_js.hasFile(rel + suffix)]
         else:   # declared paths are bundle-relative; the model names them relative to itself
             external_data = [f.replace(os.sep, "/") for f in external_data]
-        if provider == "wasm":   # through a heap plan: weights outside the graph, MatMulNBits expanded
-            sess, inputs, outputs = self._open_planned(name, rel, opts)
-            return WebSession(name, provider, inputs, outputs, sess, path)
         if external_data:
             opts["externalData"] = [
                 {"path": posixpath.relpath(f, data_dir or "."), "data": onnxpipe_js.getFile(f)}
@@ -144,8 +144,9 @@ class WebBackend:
                                   f"split: {plans}; load it with heaps 1")
         else:
             plans = [plan_file(source, rel, self.expand_weights, budget)]
-        # packed copies of the MatMul weights would double them in the heap, and one-row (decode)
-        # GEMMs run as fast from the plain ones (docs/large-models.md); a bundle may still ask
+        # no packed copy of each MatMul weight beside it (+35% of the heap at Qwen2.5-0.5B): one-row
+        # (decode) GEMMs on one thread run as fast or faster without (docs/large-models.md); a
+        # bundle's session_options may still ask for it
         opts.setdefault("extra", {}).setdefault("session.disable_prepacking", "1")
         sessions = [self._create_in_heap(name, k, plan, dict(opts)) for k, plan in enumerate(plans)]
         # the caller sees the whole graph's I/O: not the values one part hands the next
