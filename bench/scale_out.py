@@ -15,7 +15,7 @@ one after another (greedy, `--tokens` new tokens at most, not streamed); tokens/
 tokens of every reply / the wall time of the load. A benchmark, not a test: it never fails on speed.
 
     PYTHONPATH=py python bench/scale_out.py [--voice DIR] [--asr DIR] [--chat DIR] [--lines 32]
-        [--clips 12] [--tokens 64] [--requests 4] [--smoke] [--json]
+        [--clips 12] [--tokens 64] [--requests 4] [--smoke] [--json] [--only batch|serve]
 """
 
 from __future__ import annotations
@@ -187,6 +187,10 @@ def serve_table(bundle: str, address: str, clients: int, requests: int, tokens: 
     return rows
 
 
+class _Done(Exception):
+    """--only batch: the serve half is skipped."""
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--voice", default=str(MODELS / "piper-en-us-joe"))
@@ -198,6 +202,7 @@ def main(argv=None) -> int:
     ap.add_argument("--requests", type=int, default=4, help="requests per client, one after another")
     ap.add_argument("--smoke", action="store_true", help="a quick run that checks the script works")
     ap.add_argument("--json", action="store_true", help="also print the report as JSON")
+    ap.add_argument("--only", choices=("batch", "serve"), help="run one half of the benchmark")
     a = ap.parse_args(argv)
     if a.smoke:
         a.lines, a.clips, a.tokens, a.requests = 4, 2, 8, 1
@@ -209,24 +214,33 @@ def main(argv=None) -> int:
     try:
         with tempfile.TemporaryDirectory(prefix="onnxpipe-scale-") as tmp:
             work = Path(tmp)
-            inputs = make_inputs(work, a.voice, a.lines, a.clips)
+            inputs = make_inputs(work, a.voice, a.lines, a.clips) if a.only != "serve" else {}
             for name, command, bundle in (("synthesis", "speak", a.voice), ("transcription", "transcribe", a.asr)):
+                if a.only == "serve":
+                    break
                 rows = batch_table(name, command, bundle, inputs[command], work, cluster.address)
                 report[name] = {"runs": rows, **{k: ratios(rows, "in process, 1 thread", "Ray, 1 worker",
                                                             "Ray, 2 workers", k) for k in ("whole", "steady")}}
+            if a.only == "batch":
+                raise _Done
             serve = serve_table(a.chat, cluster.address, 8, a.requests, a.tokens)
             report["serve"] = {"runs": serve, "ray_over_in_process": serve["Ray Serve, 1 replica"]["tokens_per_s"]
                                / serve["onnxpipe serve, 1 thread"]["tokens_per_s"],
                                "two_over_one": serve["Ray Serve, 2 replicas"]["tokens_per_s"]
                                / serve["Ray Serve, 1 replica"]["tokens_per_s"]}
+    except _Done:
+        pass
     finally:
         cluster.shutdown()
     print("\nRay on one machine: 1 worker / in process at 1 thread (the overhead), 2 workers / 1 worker (the scaling)")
     for name in ("synthesis", "transcription"):
+        if name not in report:
+            continue
         r = report[name]
         print(f"  batch {name:<14} whole x{r['whole']['ray_over_in_process']:.2f} / x{r['whole']['two_over_one']:.2f}"
               f"   steady x{(r['steady']['ray_over_in_process'] or 0):.2f} / x{(r['steady']['two_over_one'] or 0):.2f}")
-    print(f"  serve tokens/s       x{report['serve']['ray_over_in_process']:.2f} / x{report['serve']['two_over_one']:.2f}")
+    if "serve" in report:
+        print(f"  serve tokens/s       x{report['serve']['ray_over_in_process']:.2f} / x{report['serve']['two_over_one']:.2f}")
     if a.json:
         print(json.dumps(report))
     return 0

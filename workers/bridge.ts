@@ -9,6 +9,7 @@ import { GrammarEngine, storedVocabulary, storeVocabulary } from './grammar';
 import { type ExternalDataEntry, type HeapPlanWire, planExternalData } from './heap-weights';
 import { type PartSpec, PartsSession, ortInstance } from './ort-instances';
 import { phonemize } from './phonemizer';
+import { ALIVE_EVENT, ALIVE_EVERY_MS, type WorkerMessage } from '../web/src/protocol';
 
 type Dtype = 'float32' | 'float16' | 'int64' | 'int32' | 'int8' | 'uint8' | 'bool';
 
@@ -29,6 +30,7 @@ export const files = new Map<string, Uint8Array | Blob>();
 let cancelRequested = false;
 const templates = new Map<string, Template>();
 const tick = new MessageChannel();
+let lastAlive = -Infinity;
 
 /** Typed data for a tensor from Python. float16 values arrive as half bits (Python rounds
  * them; JavaScript can't without Float16Array): a Uint16Array, which onnxruntime-web takes as
@@ -208,6 +210,14 @@ export const bridge = {
    * 1 cancelled, 0 not, -1 no shared memory (then use checkCancelled). */
   cancelFlag(): number {
     return cancelShared === null ? -1 : Atomics.load(cancelShared, 0);
+  },
+  /** Tell the page the call in flight is still running (at most every ALIVE_EVERY_MS): Python
+   * calls it wherever it checks for a cancel, so a long prefill is not taken for a hang. */
+  alive(): void {
+    const now = performance.now();
+    if (now - lastAlive < ALIVE_EVERY_MS) return;
+    lastAlive = now;
+    self.postMessage({ id: 0, event: ALIVE_EVENT, data: null } satisfies WorkerMessage);
   },
   /** Resolves after one macrotask turn (so a cancel message can arrive) with the flag. */
   checkCancelled(): Promise<boolean> {

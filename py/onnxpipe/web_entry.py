@@ -204,6 +204,7 @@ def _sample_rate(pipeline: Pipeline):
 
 
 def _cancelled() -> bool:
+    onnxpipe_js.alive()   # every check is also word to the page that the call runs (throttled there)
     flag = onnxpipe_js.cancelFlag()   # shared memory the page writes: no wait
     if flag >= 0:
         return flag == 1

@@ -182,3 +182,22 @@ test('a long prompt is fed in chunks: a cancel during its prefill returns within
     console.log(`# prefill of ${prompt.length} tokens: ${prefill.toFixed(0)} ms whole; a question answered in ${cancelled.answeredMs.toFixed(0)} ms, cancelled in ${cancelled.ms.toFixed(0)} ms`);
   });
 });
+
+// The page's watch takes a call that hears nothing from the worker for busySilenceMs as a hang
+// (web/src/runtime-watch.ts). A long prefill streams no token, so the worker says 'alive' between
+// its chunks; here the silence allowed is 2 s and the prefill takes longer.
+test('a prefill longer than the hang watch allows is not taken for a hang: the worker says it is alive between chunks', { timeout: TIMEOUTS.file }, async (t) => {
+  if (!fx.have) return t.skip('tests/fixtures/.cache/sized_qwen_small missing: make fixtures');
+  const silenceMs = 2000;
+  const page = await openRuntimePage(fx.context, `${fx.server.url}?onnxpipe-debug&onnxpipe-busy-silence-ms=${silenceMs}`);
+  try {
+    await loadBundle(page, `${fx.server.url}fixtures/${fx.name}/`, { ep: 'wasm', dtype: 'q4' });
+    const prompt = Array.from({ length: 2400 }, (_, i) => 300 + (i % 3000));
+    const { result } = await generate(page, { input_ids: prompt, options: { do_sample: false, max_new_tokens: 1, ignore_eos: true } });
+    assert.equal(result.tokens.length, 1);
+    assert.ok(result.prefill_ms > silenceMs, `the prefill took ${result.prefill_ms.toFixed(0)} ms, no longer than the ${silenceMs} ms watched: this checks nothing`);
+    console.log(`# prefill of ${prompt.length} tokens in ${result.prefill_ms.toFixed(0)} ms under a ${silenceMs} ms hang watch`);
+  } finally {
+    await page.close();
+  }
+});

@@ -2,7 +2,7 @@
 // {id, verb, args} and resolves with the {id, result} that ends it (or rejects with its error);
 // {id, event, data} messages reach the call's onEvent meanwhile. One Channel per worker.
 
-import type { ArgsOf, CallMessage, ErrorKind, EventOf, FatalEvent, ResultOf, Verb, WorkerMessage } from './protocol';
+import { ALIVE_EVENT, type ArgsOf, type CallMessage, type ErrorKind, type EventOf, type FatalEvent, type ResultOf, type Verb, type WorkerMessage } from './protocol';
 
 export class RuntimeError extends Error {
   constructor(readonly kind: ErrorKind | string, message: string) {
@@ -75,6 +75,7 @@ export class Channel {
 
   private receive(message: WorkerMessage): void {
     this.hooks.heard();
+    if ('event' in message && message.event === ALIVE_EVENT) return;   // heard: nothing more to it
     if ('event' in message && message.event === 'fatal') {
       this.hooks.fatal(message.data as FatalEvent);
       return;
