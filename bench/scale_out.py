@@ -187,10 +187,6 @@ def serve_table(bundle: str, address: str, clients: int, requests: int, tokens: 
     return rows
 
 
-class _Done(Exception):
-    """--only batch: the serve half is skipped."""
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--voice", default=str(MODELS / "piper-en-us-joe"))
@@ -214,22 +210,18 @@ def main(argv=None) -> int:
     try:
         with tempfile.TemporaryDirectory(prefix="onnxpipe-scale-") as tmp:
             work = Path(tmp)
-            inputs = make_inputs(work, a.voice, a.lines, a.clips) if a.only != "serve" else {}
-            for name, command, bundle in (("synthesis", "speak", a.voice), ("transcription", "transcribe", a.asr)):
-                if a.only == "serve":
-                    break
-                rows = batch_table(name, command, bundle, inputs[command], work, cluster.address)
-                report[name] = {"runs": rows, **{k: ratios(rows, "in process, 1 thread", "Ray, 1 worker",
-                                                            "Ray, 2 workers", k) for k in ("whole", "steady")}}
-            if a.only == "batch":
-                raise _Done
-            serve = serve_table(a.chat, cluster.address, 8, a.requests, a.tokens)
-            report["serve"] = {"runs": serve, "ray_over_in_process": serve["Ray Serve, 1 replica"]["tokens_per_s"]
-                               / serve["onnxpipe serve, 1 thread"]["tokens_per_s"],
-                               "two_over_one": serve["Ray Serve, 2 replicas"]["tokens_per_s"]
-                               / serve["Ray Serve, 1 replica"]["tokens_per_s"]}
-    except _Done:
-        pass
+            if a.only != "serve":
+                inputs = make_inputs(work, a.voice, a.lines, a.clips)
+                for name, command, bundle in (("synthesis", "speak", a.voice), ("transcription", "transcribe", a.asr)):
+                    rows = batch_table(name, command, bundle, inputs[command], work, cluster.address)
+                    report[name] = {"runs": rows, **{k: ratios(rows, "in process, 1 thread", "Ray, 1 worker",
+                                                                "Ray, 2 workers", k) for k in ("whole", "steady")}}
+            if a.only != "batch":
+                serve = serve_table(a.chat, cluster.address, 8, a.requests, a.tokens)
+                report["serve"] = {"runs": serve, "ray_over_in_process": serve["Ray Serve, 1 replica"]["tokens_per_s"]
+                                   / serve["onnxpipe serve, 1 thread"]["tokens_per_s"],
+                                   "two_over_one": serve["Ray Serve, 2 replicas"]["tokens_per_s"]
+                                   / serve["Ray Serve, 1 replica"]["tokens_per_s"]}
     finally:
         cluster.shutdown()
     print("\nRay on one machine: 1 worker / in process at 1 thread (the overhead), 2 workers / 1 worker (the scaling)")

@@ -552,13 +552,13 @@ export interface WireError {
   message: string;
 }
 
-/** Worker -> page: an event streamed while a call runs ('fatal' and 'alive' may come under any
- * id), then exactly one of result or error ends the call. */
 /** 'alive': the worker is busy on a call and well (sent at most every ALIVE_EVERY_MS while it
  * runs, between steps and prefill chunks): a long prefill that streams no token is not a hang. */
 export const ALIVE_EVENT = 'alive';
 export const ALIVE_EVERY_MS = 500;
 
+/** Worker -> page: an event streamed while a call runs ('fatal' and 'alive' may come under any
+ * id), then exactly one of result or error ends the call. */
 export type WorkerMessage =
   | { id: number; event: string; data: unknown }
   | { id: number; result: unknown }
