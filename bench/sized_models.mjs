@@ -81,8 +81,14 @@ async function pageResult(context, url, timeoutMs = 1_800_000) {
   const page = await context.newPage();
   await page.addInitScript(HEAP_HOOK);
   try {
+    // a renderer that runs out of memory dies without setting either: report it, don't wait
+    const crashed = new Promise((_, reject) => page.once('crash', () => reject(new Error('the page crashed (renderer out of memory?)'))));
+    crashed.catch(() => undefined);
+    // a peer that stalls says why in its console, if anywhere
+    page.on('console', (m) => { if (m.type() === 'error') log(`#     ${new URL(url).pathname}: ${m.text().slice(0, 300)}`); });
+    page.on('pageerror', (e) => log(`#     ${new URL(url).pathname}: ${String(e.message).slice(0, 300)}`));
     await page.goto(url);
-    await page.waitForFunction(() => window.__result || window.__error, null, { timeout: timeoutMs, polling: 500 });
+    await Promise.race([crashed, page.waitForFunction(() => window.__result || window.__error, null, { timeout: timeoutMs, polling: 500 })]);
     const { result, error } = await page.evaluate(() => ({ result: window.__result, error: window.__error }));
     if (error) throw new Error(error.split('\n')[0]);
     return result;

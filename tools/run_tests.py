@@ -1,5 +1,6 @@
 """Every test suite (pytest and the TypeScript typecheck beside the browser tests), then one plain
 line that sums them up, `N passed, N failed, N skipped`, so a reader sees at a glance what ran.
+The browser test files run one `node --test` each, in two lanes once pytest is done.
 
     python tools/run_tests.py            # what `make test` runs once everything is built
 
@@ -64,46 +65,79 @@ def pytest_outcome(code: int, lines: list[str]) -> Outcome:
     return out
 
 
-def node_outcome(code: int, lines: list[str]) -> Outcome:
+def node_outcome(runs: list[tuple[str, int, list[str]]]) -> Outcome:
+    """Sum the summaries of ``node --test`` runs, one per file: (file, exit status, lines)."""
     out = Outcome("browser tests")
-    counts = {}
-    for line in lines:
-        match = NODE_COUNT.match(line.strip())
-        if match:
-            counts[match.group(1)] = int(match.group(2))
-    out.passed = counts.get("pass", 0)
-    out.failed = counts.get("fail", 0) + counts.get("cancelled", 0)
-    out.skipped = counts.get("skipped", 0) + counts.get("todo", 0)
-    if not counts:
-        out.problems.append(f"node --test printed no summary (status {code})")
-    elif code != 0 and out.failed == 0:
-        out.problems.append(f"node --test exited with status {code}")
+    for file, code, lines in runs:
+        counts = {}
+        for line in lines:
+            match = NODE_COUNT.match(line.strip())
+            if match:
+                counts[match.group(1)] = int(match.group(2))
+        failed = counts.get("fail", 0) + counts.get("cancelled", 0)
+        out.passed += counts.get("pass", 0)
+        out.failed += failed
+        out.skipped += counts.get("skipped", 0) + counts.get("todo", 0)
+        if not counts:
+            out.problems.append(f"node --test {file} printed no summary (status {code})")
+        elif code != 0 and failed == 0:
+            out.problems.append(f"node --test {file} exited with status {code}")
     return out
+
+
+class FileQueue:
+    """The browser test files, taken one at a time from the front by the browser lane and from
+    the back by the Python lane once pytest is done, so both cores stay busy to the end whatever
+    this machine's speed (a fixed split would be tuned to one machine)."""
+
+    def __init__(self, files: list[str]):
+        self._files = list(files)
+        self._lock = threading.Lock()
+
+    def take(self, from_back: bool) -> str | None:
+        with self._lock:
+            if not self._files:
+                return None
+            return self._files.pop() if from_back else self._files.pop(0)
+
+
+def browser_lane(queue: FileQueue, from_back: bool, env: dict, echo: bool) -> list[tuple[str, int, list[str]]]:
+    """Run ``node --test`` on one file at a time until the queue is empty."""
+    runs = []
+    while (file := queue.take(from_back)) is not None:
+        runs.append((file, *run(["node", "--test", "--test-reporter=spec", file], env=env, echo=echo)))
+    return runs
 
 
 def main() -> int:
     python = str(ROOT / ".venv" / "bin" / "python") if (ROOT / ".venv" / "bin" / "python").exists() else sys.executable
+    env = dict(os.environ, ONNXPIPE_E2E_DIST=os.environ.get("ONNXPIPE_E2E_DIST", "dist"))
+    queue = FileQueue(sorted(str(f.relative_to(ROOT)) for f in (ROOT / "tests" / "e2e").glob("*.test.mjs")))
     # pytest and the typecheck run beside the browser tests, which leave a core partly idle
-    # (pages waiting on servers, workers starting); their output is printed once they finish
-    side: dict[str, tuple[int, list[str]]] = {}
+    # (pages waiting on servers, workers starting); then that lane takes browser files too.
+    # Its output is printed once it finishes.
+    side: dict[str, tuple] = {}
 
     def python_side() -> None:
         side["pytest"] = run([python, "-m", "pytest", "tests/py", "-q", "-p", "no:cacheprovider"], echo=False)
         side["typecheck"] = run(["make", "--no-print-directory", "typecheck"], echo=False)
+        side["browser"] = browser_lane(queue, True, env, echo=False)
 
     thread = threading.Thread(target=python_side)
     thread.start()
-    env = dict(os.environ, ONNXPIPE_E2E_DIST=os.environ.get("ONNXPIPE_E2E_DIST", "dist"))
-    browser = node_outcome(*run(["node", "--test", "--test-reporter=spec", "tests/e2e/"], env=env))
+    runs = browser_lane(queue, False, env, echo=True)
     thread.join()
     for name in ("pytest", "typecheck"):
         print(f"\n---- {name} ----")
         print("\n".join(side[name][1]), flush=True)
+    print("\n---- browser tests, second lane ----")
+    for file, _, lines in side["browser"]:
+        print(f"$ node --test {file}")
+        print("\n".join(lines), flush=True)
     outcomes = [pytest_outcome(*side["pytest"])]
     code = side["typecheck"][0]
     outcomes.append(Outcome("typecheck", problems=[] if code == 0 else [f"typecheck failed (status {code})"]))
-    outcomes.append(browser)
-
+    outcomes.append(node_outcome(runs + side["browser"]))
     print()
     for o in outcomes:
         if o.suite != "typecheck":

@@ -205,7 +205,7 @@ export async function runBench(a) {
           // the reply may be held while it lasts, and must go on, not end
           const held = (await voiceState(page)).heldNoises;
           await say(page, extra.noise);
-          // by then the page has decided (controller MIN_SPEECH_MS, CONFIRM_SLACK_MS)
+          // by then the page has decided (tuning.ts MIN_SPEECH_MS, CONFIRM_SLACK_MS)
           await new Promise((resolve) => setTimeout(resolve, 1500));
           const after = await voiceState(page);
           run.noise = { held: after.heldNoises - held, reply_went_on: after.turns.length === before && after.phase === 'speaking' };

@@ -177,7 +177,7 @@ test('voice chat: speaking during the reply stops it and is answered (barge-in);
     assert.ok(story.replyAudioSeconds > 0 && story.replyAudioSeconds < story.madeAudioSeconds + 0.01,
       `heard ${story.replyAudioSeconds} s of ${story.madeAudioSeconds} s made`);
     // the turn ends once the speech has lasted the page's minimum (250 ms): decided at most
-    // about 0.7 s after the VAD reported it (controller MIN_SPEECH_MS, CONFIRM_SLACK_MS)
+    // about 0.7 s after the VAD reported it (tuning.ts MIN_SPEECH_MS, CONFIRM_SLACK_MS)
     assert.ok(cutMs < 5000 * SLOW, `the reply ran on for ${cutMs.toFixed(0)} ms after the user spoke`);
     // the page's own figure: from the start of the speech over the reply to the playback held,
     // which the VAD reports after 96 ms of speech (vad-link LISTEN_CONTROLS), plus the trip
@@ -194,7 +194,7 @@ test('voice chat: speaking during the reply stops it and is answered (barge-in);
     assert.equal((await voiceState(page)).turns[0].replyAudioSeconds, story.replyAudioSeconds, 'the stopped reply stayed stopped');
 
     // a question with a 1 s pause in its middle: the VAD ends speech at the pause, the page
-    // joins the two parts again when speech resumes (controller CONTINUE_MS)
+    // joins the two parts again when speech resumes (tuning.ts CONTINUE_MS)
     const paused = joinWavs([wavs.pausedA, { silence: 1.0 }, wavs.pausedB], path.join(WORK, 'paused.wav'));
     await say(page, paused.path);
     const whole = await waitVoice(page, "(s) => s.turns.length >= 3 && s.phase === 'listening' && !s.playing", { timeout: TURN_MS, what: 'paused question' });

@@ -2,9 +2,7 @@
 // speech -> transcript -> streamed reply -> sentences spoken while the rest is written.
 // Speech during a reply interrupts it (barge-in). The UI pieces only render.
 
-import type { ChatMessage, ControlInfo } from '../protocol';
-import type { ChatParams } from '../engine/chat-params';
-import type { BundleEntry } from '../ui/bundles';
+import type { ChatMessage } from '../protocol';
 import type { ErrorBanner } from '../ui/error-banner';
 import { describeError } from '../ui/format';
 import { CAPTURE_RATE } from '../audio/capture-protocol';
@@ -21,10 +19,14 @@ import { SentenceSplitter } from './sentences';
 import { SpeechQueue } from './speech-queue';
 import type { TurnRecord, VoiceState } from './state';
 import type { StatusLine } from './status';
-import { INTERRUPTIBLE, TurnMachine, type Phase } from './turn';
+import { INTERRUPTIBLE, TurnMachine } from './turn';
 import { Lane } from './lane';
 import { Recognizer, type EarlyTranscript } from './recognizer';
 import { LISTEN_CONTROLS, VadLink, type SpeechEnd, type SpeechStart } from './vad-link';
+import { VoiceChoice } from './voice-choice';
+import {
+  CONFIRM_SLACK_MS, CONTINUE_MS, FIRST_CLAUSE_MIN_CHARS, FIRST_PIECE_MAX_CHARS, MIN_SPEECH_MS, MIN_SPEECH_S, REPLY_PARAMS,
+} from './tuning';
 
 export interface VoiceView {
   root: HTMLElement;
@@ -37,39 +39,6 @@ export interface VoiceView {
   error: ErrorBanner;
 }
 
-/** Greedy, short, not repeating itself. */
-const REPLY_PARAMS: Partial<ChatParams> = { temperature: 0, max_completion_tokens: 160, repetition_penalty: 1.1 };
-/** Utterances shorter than this are coughs and clicks, not questions. */
-const MIN_SPEECH_S = 0.25;
-/** The same in ms, applied here: the VAD reports speech sooner (LISTEN_CONTROLS.min_speech_ms)
- * so that a reply can be held at once, and the page decides whether it was speech. */
-export const MIN_SPEECH_MS = 250;
-/** Speech over the assistant's turn that has not yet lasted MIN_SPEECH_MS: the VAD's end of it
- * comes within MIN_SPEECH_MS - min_speech_ms + min_silence_ms of its report if it was shorter,
- * so no end by then (plus this margin for the worker's trip) means it lasted (docs/voice.md,
- * "Barge-in"). */
-const CONFIRM_SLACK_MS = 150;
-/** Speech that resumes within this many ms of the end of speech, having begun before any of the
- * reply was heard, continues the same question (a pause mid-question is not its end): the
- * turn begun on the first part is dropped and the whole utterance is transcribed. The VAD's
- * hangover stays short for the answer's sake (docs/voice.md, "End of speech"). */
-export const CONTINUE_MS = 1500;
-/** The reply's first clause goes to the voice once it holds this many characters. */
-const FIRST_CLAUSE_MIN_CHARS = 20;
-/** ... and is cut at a word when no sentence end or clause break comes within this many: the
- * voice makes a whole piece before its first sound, in a time that grows with the piece's
- * length (docs/voice.md, "The first piece to the voice"). */
-const FIRST_PIECE_MAX_CHARS = 30;
-
-const PHASE_TEXT: Record<Phase, string> = {
-  off: 'Press Start to talk with the assistant.',
-  listening: 'Listening…',
-  hearing: 'Hearing you…',
-  transcribing: 'Transcribing…',
-  thinking: 'Thinking…',
-  speaking: 'Speaking… (talk to interrupt)',
-};
-
 export class VoiceController {
   private readonly mic = new Microphone();
   private readonly player = new ReplyPlayer();
@@ -78,6 +47,7 @@ export class VoiceController {
   private readonly speech: SpeechQueue;
   private readonly recognizer: Recognizer;
   private readonly llmLane = new Lane();
+  private readonly voice: VoiceChoice;
   // no system prompt: SmolLM2's own (from its chat template) gave the most direct answers
   private messages: ChatMessage[] = [];
   /** The turn being answered: its record and view, until it is done or interrupted. */
@@ -101,7 +71,6 @@ export class VoiceController {
   /** The turn whose reply the chat model is writing (null: none). */
   private generatingTurn: number | null = null;
   private pttFrom: Promise<number> | null = null;
-  private voiceBundle: BundleEntry | null = null;
   /** Aborts the reply being written (barge-in, Stop). */
   private writing: AbortController | null = null;
 
@@ -111,6 +80,7 @@ export class VoiceController {
     this.vad = new VadLink(engine, () => slots.vad.model);
     this.recognizer = new Recognizer(engine, () => slots.asr.model);
     this.speech = new SpeechQueue(engine, () => slots.voice.model, this.player);
+    this.voice = new VoiceChoice(view.controls, view.models);
     this.mic.onLevel = (rms) => view.meter.update(rms);
     this.mic.onLost = (error) => {
       this.fail('microphone', error, error.advice('press Start'));
@@ -119,7 +89,7 @@ export class VoiceController {
     this.turnMachine.onChange = (phase) => {
       this.state.phase = phase;
       view.root.dataset.phase = phase;
-      view.status.set(phase, PHASE_TEXT[phase]);
+      view.status.set(phase);
       this.showPrompt();
     };
     this.player.onChange = (playing) => {
@@ -148,7 +118,7 @@ export class VoiceController {
     this.state.lastError = null;
     this.setLoading(true);
     try {
-      const voice = this.view.controls.voiceBundle;
+      const voice = this.voice.picked;
       if (!voice) throw new Error('no voice bundle to load');
       // nothing is downloaded (hundreds of MB) for a page that cannot hear
       this.view.status.say('Checking the microphone…');
@@ -156,8 +126,7 @@ export class VoiceController {
       if (problem) throw problem;
       this.view.status.say('Loading the models…');
       await this.view.models.loadAll(voice.url);
-      this.voiceBundle = voice;
-      this.syncVoices();
+      this.voice.loadedAs(voice);
       await this.mic.start();
       this.state.micRate = this.mic.deviceRate;
       await this.vad.start(this.mic, {
@@ -239,19 +208,18 @@ export class VoiceController {
 
   /** The voice picker changed: the next Start (or now, if running) loads that voice. */
   async voiceChanged(): Promise<void> {
-    const bundle = this.view.controls.voiceBundle;
-    if (bundle && bundle.url !== this.voiceBundle?.url && this.state.running) {
-      const slot = this.view.models.slots.voice;
+    const bundle = this.voice.picked;
+    if (bundle && this.voice.changed && this.state.running) {
       await this.interrupt('interrupted');
       try {
         await this.speech.drained();
-        await slot.load(bundle.url);
-        this.voiceBundle = bundle;
+        await this.view.models.slots.voice.load(bundle.url);
+        this.voice.loadedAs(bundle);
       } catch (error) {
         this.fail('load', error);
       }
     }
-    this.syncVoices();
+    this.voice.sync();
   }
 
   // ---- VAD events (hands-free)
@@ -459,7 +427,7 @@ export class VoiceController {
     const reply = this.view.conversation.reply();
     current.view = reply;
     this.turnMachine.to('thinking');
-    this.speech.controls = record.voice.controls = this.voiceControls();
+    this.speech.controls = record.voice.controls = this.voice.requestControls();
     this.speech.begin();
     // a long first sentence is spoken from its first clause break, or a word past
     // FIRST_PIECE_MAX_CHARS without one: the first sound comes sooner
@@ -593,22 +561,6 @@ export class VoiceController {
     if (!p || p.turn !== current.turn) return;
     current.timeline.span('prefill', p.start, p.end);
     current.record.prefillError = p.error;
-  }
-
-  /** The voice control (a choice the loaded voice bundle declares), if there is one. */
-  private voiceControls(): Record<string, string> {
-    const voice = this.view.controls.voice;
-    const control = this.choiceControl();
-    return voice && control ? { [control.name]: voice } : {};
-  }
-
-  private choiceControl(): ControlInfo | null {
-    return this.view.models.info('voice')?.controls.find((c) => c.options.length > 0) ?? null;
-  }
-
-  private syncVoices(): void {
-    const control = this.choiceControl();
-    this.view.controls.setVoices(control?.options ?? [], typeof control?.default === 'string' ? control.default : undefined);
   }
 
   private setGenerating(turn: number | null): void {

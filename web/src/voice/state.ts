@@ -34,7 +34,7 @@ export interface TurnRecord {
   replyDoneMs: number | null;
   /** The voice that spoke the reply: its bundle and the controls it was given (e.g. a voice name). */
   voice: { bundle: string | null; controls: Record<string, string> };
-  /** Pauses the VAD took for an end, joined back into this question (controller CONTINUE_MS). */
+  /** Pauses the VAD took for an end, joined back into this question (tuning.ts CONTINUE_MS). */
   joined: number;
   /** The transcript began at the pause (LISTEN_PAUSE_MS of silence), before the end was decided. */
   earlyTranscript: boolean;
@@ -58,9 +58,9 @@ export interface VoiceState {
   generating: boolean;
   /** Sample rate of the microphone device (the worklet resamples it to 16 kHz). */
   micRate: number | null;
-  /** Utterances the VAD cut at a pause that were joined again (controller CONTINUE_MS). */
+  /** Utterances the VAD cut at a pause that were joined again (tuning.ts CONTINUE_MS). */
   joinedPauses: number;
-  /** Speech over the assistant's turn too short to count (controller MIN_SPEECH_MS): the reply
+  /** Speech over the assistant's turn too short to count (tuning.ts MIN_SPEECH_MS): the reply
    * was held while it lasted and then went on. */
   heldNoises: number;
   lastError: (ShownError & { during: string }) | null;
