@@ -77,22 +77,36 @@ async function profile(body) {
   }
 }
 
+const STALL_MS = 120_000;
+
 async function pageResult(context, url, timeoutMs = 1_800_000) {
   const page = await context.newPage();
   await page.addInitScript(HEAP_HOOK);
+  let stall;
   try {
     // a renderer that runs out of memory dies without setting either: report it, don't wait
     const crashed = new Promise((_, reject) => page.once('crash', () => reject(new Error('the page crashed (renderer out of memory?)'))));
     crashed.catch(() => undefined);
-    // a peer that stalls says why in its console, if anywhere
-    page.on('console', (m) => { if (m.type() === 'error') log(`#     ${new URL(url).pathname}: ${m.text().slice(0, 300)}`); });
-    page.on('pageerror', (e) => log(`#     ${new URL(url).pathname}: ${String(e.message).slice(0, 300)}`));
+    // a peer that stalls says why in its console, if anywhere: transformers.js logs "Failed to
+    // fetch" for a file over 2 GB and its load never settles, so an error followed by silence
+    // ends the run (the successful runs log no console error)
+    const stalled = new Promise((_, reject) => {
+      const said = (text) => {
+        log(`#     ${new URL(url).pathname}: ${text.slice(0, 300)}`);
+        clearTimeout(stall);
+        stall = setTimeout(() => reject(new Error(`stalled: nothing for ${STALL_MS / 1000} s after its console error "${text.slice(0, 200)}"`)), STALL_MS);
+      };
+      page.on('console', (m) => { if (m.type() === 'error') said(m.text()); });
+      page.on('pageerror', (e) => said(String(e.message)));
+    });
+    stalled.catch(() => undefined);
     await page.goto(url);
-    await Promise.race([crashed, page.waitForFunction(() => window.__result || window.__error, null, { timeout: timeoutMs, polling: 500 })]);
+    await Promise.race([crashed, stalled, page.waitForFunction(() => window.__result || window.__error, null, { timeout: timeoutMs, polling: 500 })]);
     const { result, error } = await page.evaluate(() => ({ result: window.__result, error: window.__error }));
     if (error) throw new Error(error.split('\n')[0]);
     return result;
   } finally {
+    clearTimeout(stall);
     await page.close();
   }
 }
