@@ -127,6 +127,7 @@ export class VoiceController {
       this.view.status.say('Loading the models…');
       await this.view.models.loadAll(voice.url);
       this.voice.loadedAs(voice);
+      this.voice.sync();
       await this.mic.start();
       this.state.micRate = this.mic.deviceRate;
       await this.vad.start(this.mic, {

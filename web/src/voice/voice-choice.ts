@@ -24,10 +24,9 @@ export class VoiceChoice {
     return picked !== undefined && picked.url !== this.loaded?.url;
   }
 
-  /** ``bundle`` is loaded now: offer its voices. */
+  /** ``bundle`` is the one loaded now (``sync`` then offers its voices). */
   loadedAs(bundle: BundleEntry): void {
     this.loaded = bundle;
-    this.sync();
   }
 
   /** The controls a speech request takes: the voice picked, under its control's name. */
