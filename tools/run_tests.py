@@ -15,6 +15,7 @@ import re
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PYTEST_COUNT = re.compile(r"(\d+) (passed|failed|skipped|errors?|xfailed|xpassed|deselected)\b")
 PYTEST_SUMMARY = re.compile(r"^=*\s*\d+ (passed|failed|skipped|errors?|xfailed|xpassed|deselected)\b.* in [\d.]+s")
 NODE_COUNT = re.compile(r"^(?:#|ℹ)\s*(tests|pass|fail|cancelled|skipped|todo)\s+(\d+)\s*$")
+SLOWEST = 12   # pytest's slowest tests and the slowest browser files, printed at the end
 
 
 @dataclass
@@ -101,12 +103,22 @@ class FileQueue:
             return self._files.pop() if from_back else self._files.pop(0)
 
 
-def browser_lane(queue: FileQueue, from_back: bool, env: dict, echo: bool) -> list[tuple[str, int, list[str]]]:
-    """Run ``node --test`` on one file at a time until the queue is empty."""
+def browser_lane(queue: FileQueue, from_back: bool, env: dict, echo: bool,
+                 walls: dict[str, float]) -> list[tuple[str, int, list[str]]]:
+    """Run ``node --test`` on one file at a time until the queue is empty; each file's wall
+    seconds go in ``walls``."""
     runs = []
     while (file := queue.take(from_back)) is not None:
+        start = time.perf_counter()
         runs.append((file, *run(["node", "--test", "--test-reporter=spec", file], env=env, echo=echo)))
+        walls[file] = time.perf_counter() - start
     return runs
+
+
+def slowest(walls: dict[str, float], count: int = SLOWEST) -> str:
+    """The ``count`` longest entries of ``walls``, one line (where CI's minutes go)."""
+    top = sorted(walls.items(), key=lambda item: -item[1])[:count]
+    return ", ".join(f"{name} {seconds:.0f} s" for name, seconds in top)
 
 
 def main() -> int:
@@ -117,15 +129,19 @@ def main() -> int:
     # (pages waiting on servers, workers starting); then that lane takes browser files too.
     # Its output is printed once it finishes.
     side: dict[str, tuple] = {}
+    walls: dict[str, float] = {}
 
     def python_side() -> None:
-        side["pytest"] = run([python, "-m", "pytest", "tests/py", "-q", "-p", "no:cacheprovider"], echo=False)
+        start = time.perf_counter()
+        side["pytest"] = run([python, "-m", "pytest", "tests/py", "-q", "-p", "no:cacheprovider",
+                              f"--durations={SLOWEST}"], echo=False)
+        walls["pytest"] = time.perf_counter() - start
         side["typecheck"] = run(["make", "--no-print-directory", "typecheck"], echo=False)
-        side["browser"] = browser_lane(queue, True, env, echo=False)
+        side["browser"] = browser_lane(queue, True, env, echo=False, walls=walls)
 
     thread = threading.Thread(target=python_side)
     thread.start()
-    runs = browser_lane(queue, False, env, echo=True)
+    runs = browser_lane(queue, False, env, echo=True, walls=walls)
     thread.join()
     for name in ("pytest", "typecheck"):
         print(f"\n---- {name} ----")
@@ -138,6 +154,7 @@ def main() -> int:
     code = side["typecheck"][0]
     outcomes.append(Outcome("typecheck", problems=[] if code == 0 else [f"typecheck failed (status {code})"]))
     outcomes.append(node_outcome(runs + side["browser"]))
+    print(f"\nslowest: {slowest(walls)}")
     print()
     for o in outcomes:
         if o.suite != "typecheck":

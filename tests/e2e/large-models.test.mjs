@@ -185,13 +185,16 @@ test('a long prompt is fed in chunks: a cancel during its prefill returns within
 
 // The page's watch takes a call that hears nothing from the worker for busySilenceMs as a hang
 // (web/src/runtime-watch.ts). A long prefill streams no token, so the worker says 'alive' between
-// its chunks; here the silence allowed is 2 s and the prefill takes longer.
+// its chunks; here the silence allowed is 2 s and the prefill takes longer. The load runs under
+// the default watch: the runtime's start and a session's opening are silent for longer than 2 s
+// on a loaded machine.
 test('a prefill longer than the hang watch allows is not taken for a hang: the worker says it is alive between chunks', { timeout: TIMEOUTS.file }, async (t) => {
   if (!fx.have) return t.skip('tests/fixtures/.cache/sized_qwen_small missing: make fixtures');
   const silenceMs = 2000;
-  const page = await openRuntimePage(fx.context, `${fx.server.url}?onnxpipe-debug&onnxpipe-busy-silence-ms=${silenceMs}`);
+  const page = await openRuntimePage(fx.context, `${fx.server.url}?onnxpipe-debug`);
   try {
     await loadBundle(page, `${fx.server.url}fixtures/${fx.name}/`, { ep: 'wasm', dtype: 'q4' });
+    await page.evaluate((ms) => window.__onnxpipe.client.debug.watchSilence(ms), silenceMs);
     const prompt = Array.from({ length: 2400 }, (_, i) => 300 + (i % 3000));
     const { result } = await generate(page, { input_ids: prompt, options: { do_sample: false, max_new_tokens: 1, ignore_eos: true } });
     assert.equal(result.tokens.length, 1);

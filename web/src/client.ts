@@ -68,6 +68,9 @@ export interface RuntimeDebug {
   /** the next engine run spins forever, in the middle of its call: only the call's silence
    * (RuntimeOptions.busySilenceMs; ``onnxpipe-busy-silence-ms`` in the URL here) sees it */
   hangInNextRun(): Promise<void>;
+  /** from now on a call that hears nothing from the worker for ``ms`` means it hung (as
+   * ``onnxpipe-busy-silence-ms`` in the URL, but after a load that needed longer) */
+  watchSilence(ms: number): void;
   /** the next engine run asks JS for an impossibly large typed array (a RangeError) */
   oversizedAllocationInNextRun(): Promise<void>;
 }
@@ -131,6 +134,7 @@ export class RuntimeClient {
       loseGpuDevice: () => crash('gpu-device'),
       hangWorker: () => crash('hang'),
       hangInNextRun: () => crash('hang-in-run'),
+      watchSilence: (ms) => this.runtime.setBusySilence(ms),
       oversizedAllocationInNextRun: () => crash('oversized-allocation'),
     } : null;
   }

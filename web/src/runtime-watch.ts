@@ -39,8 +39,15 @@ export class WorkerWatch {
     private readonly idle: () => boolean,
     private readonly onDeath: (reason: string) => void,
     private readonly everyMs = PING_EVERY_MS,
-    private readonly busySilenceMs = BUSY_SILENCE_MS,
+    private busySilenceMs = BUSY_SILENCE_MS,
   ) {}
+
+  /** Judge silence in the calls from now on by ``ms`` (test pages: a tight watch on one call
+   * only, after a load that is silent for longer). */
+  setBusySilence(ms: number): void {
+    this.busySilenceMs = ms;
+    this.silent = 0;
+  }
 
   /** Ask the worker to take the lock (``debug``: allow the test-only 'crash' verb); start pinging. */
   start(debug: boolean): void {

@@ -123,6 +123,12 @@ export class Supervisor {
     this.watch.start(this.options.debug);
   }
 
+  /** Calls from now on (in this worker and its replacements) are hung after ``ms`` of silence. */
+  setBusySilence(ms: number): void {
+    this.options.busySilenceMs = ms;
+    this.watch?.setBusySilence(ms);
+  }
+
   /** Stop watching and end the worker (a new load, terminate(), or its death). */
   private stop(): void {
     this.watch?.stop();

@@ -98,7 +98,9 @@ def _run(job: BatchJob, bundle: str, pending: list, manifest: Manifest, log) -> 
         from .batch_ray import RayRun
         from .ray_runtime import connect
 
-        run = RayRun(connect(job.address), job.command, bundle, job.concurrency, job.threads)
+        ray = sys.modules.get("ray")
+        joined = ray is None or not ray.is_initialized()   # this job joins (and leaves) the cluster
+        run = RayRun(connect(job.address), job.command, bundle, job.concurrency, job.threads, leave=joined)
         room = run.check_room()
         if room:
             log(f"warning: {room}")

@@ -43,10 +43,10 @@ class RayRun:
     """Runs rows on a Ray Data actor pool of ``concurrency`` actors; ``results()`` yields
     (key, status, output bytes, entry JSON) as records finish, ``attempts()`` the count per key."""
 
-    def __init__(self, ray, command: str, bundle: str, concurrency: int, threads: int):
+    def __init__(self, ray, command: str, bundle: str, concurrency: int, threads: int, leave: bool = False):
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-        self.ray, self.command, self.bundle = ray, command, bundle
+        self.ray, self.command, self.bundle, self.leave = ray, command, bundle, leave
         self.concurrency, self.threads = concurrency, threads
         here = ray.get_runtime_context().get_node_id()
         self.log = attempt_log(ray).options(
@@ -85,4 +85,10 @@ class RayRun:
         return self.ray.get(self.log.get.remote())
 
     def close(self) -> None:
-        self.ray.kill(self.log)
+        """Kill the attempt log; with ``leave``, disconnect: Ray forwards the workers' logs to
+        this process until then, and they must not land after the job's own last line."""
+        try:
+            self.ray.kill(self.log)
+        finally:
+            if self.leave:
+                self.ray.shutdown()

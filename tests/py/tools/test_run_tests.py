@@ -45,3 +45,9 @@ def test_the_summary_adds_up_each_file_and_names_a_file_that_printed_none():
     assert out.problems == ["node --test c.test.mjs printed no summary (status 1)"]
     out = run_tests.node_outcome([("d.test.mjs", 7, summary(1, 1, 0))])
     assert out.problems == ["node --test d.test.mjs exited with status 7"]
+
+
+def test_the_slowest_line_names_the_longest_first_and_no_more_than_asked():
+    walls = {"a.test.mjs": 12.4, "pytest": 300.0, "b.test.mjs": 95.6, "c.test.mjs": 1.0}
+    assert run_tests.slowest(walls, count=2) == "pytest 300 s, b.test.mjs 96 s"
+    assert run_tests.slowest({}) == ""
