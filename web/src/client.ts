@@ -134,7 +134,10 @@ export class RuntimeClient {
       loseGpuDevice: () => crash('gpu-device'),
       hangWorker: () => crash('hang'),
       hangInNextRun: () => crash('hang-in-run'),
-      watchSilence: (ms) => this.runtime.setBusySilence(ms),
+      watchSilence: (ms) => {
+        if (!(Number.isFinite(ms) && ms > 0)) throw new RangeError(`watchSilence: expected milliseconds > 0, got ${ms}`);
+        this.runtime.setBusySilence(ms);
+      },
       oversizedAllocationInNextRun: () => crash('oversized-allocation'),
     } : null;
   }
