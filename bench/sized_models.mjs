@@ -209,7 +209,10 @@ async function main() {
     await server.stop();
   }
   report(rows);
-  if (JSON_OUT) fs.writeFileSync(JSON_OUT, JSON.stringify({ tokens: TOKENS, prompt_tokens: PROMPT_TOKENS, rows }, null, 1));
+  if (JSON_OUT) {
+    fs.mkdirSync(path.dirname(path.resolve(JSON_OUT)), { recursive: true });
+    fs.writeFileSync(JSON_OUT, JSON.stringify({ tokens: TOKENS, prompt_tokens: PROMPT_TOKENS, rows }, null, 1));
+  }
 }
 
 function report(rows) {
